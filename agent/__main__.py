@@ -1,0 +1,5 @@
+"""``python -m agent``."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,227 @@
+"""The composition root: builds one call's four actors and runs them.
+
+Only this module knows all four actors (session, AMD, guardrail, controller).
+A call runs in one :class:`~agent.runtime.CallScope`; when the controller ends
+the call (or an actor escalates, or the replay's time bound passes), every actor
+is stopped and nothing of the call is left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from livekit.agents import llm, stt, tts, vad
+
+from amd.actor import AmdActor
+from guardrails.actor import CheckResult, GuardrailActor
+
+from .config import AgentConfig
+from .controller import CallControllerActor, ControllerFSM, ControllerPolicy
+from .messages import (
+    ActorCrashed,
+    CallAnswered,
+    CallEnded,
+    CallNotAnswered,
+    CallStarted,
+    Direction,
+    GuardrailCheck,
+    HangUp,
+)
+from .runtime import Actor, AskTimeout, Bus, CallScope, Escalation
+from .session import CallTransport, SessionActor, SessionHooks, SessionOptions, TurnVerdict
+
+logger = logging.getLogger("agent.call")
+
+__all__ = ["ModelSet", "CallOutcome", "GuardrailHooks", "run_call", "new_call_id"]
+
+
+def new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:12]}"
+
+
+@dataclass
+class ModelSet:
+    """The model objects one call's session uses."""
+
+    stt: stt.STT
+    llm: llm.LLM
+    tts: tts.TTS
+    vad: vad.VAD | None
+    turn_detection: str = "vad"
+
+
+@dataclass
+class CallOutcome:
+    """How a call ended, in loop time."""
+
+    call_id: str
+    disposition: str
+    reason: str
+    answered_at: float | None
+    ended_at: float
+    messages: list[Any] = field(default_factory=list)
+
+
+class GuardrailHooks(SessionHooks):
+    """Session hooks that ask the guardrail actor, with a timeout; errors allow."""
+
+    def __init__(self, guardrail: Actor, call_id: str, timeout: float = 1.0) -> None:
+        self.guardrail = guardrail
+        self.call_id = call_id
+        self.timeout = timeout
+
+    async def _ask(self, check: GuardrailCheck) -> TurnVerdict:
+        try:
+            res: CheckResult = await self.guardrail.ask(check, timeout=self.timeout)
+        except (AskTimeout, Exception):
+            logger.warning(
+                "guardrail check failed; allowing",
+                extra={"call_id": self.call_id, "hook": check.hook},
+            )
+            return TurnVerdict()
+        return TurnVerdict(action=res.action, say=res.say, instructions=res.instructions)
+
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    async def on_user_turn(self, turn_id: str, text: str) -> TurnVerdict:
+        return await self._ask(
+            GuardrailCheck(call_id=self.call_id, at=self._now(), hook="on_user_turn", text=text,
+                           turn_id=turn_id)
+        )
+
+    async def on_agent_sentence(self, run_id: str, index: int, text: str) -> TurnVerdict:
+        return await self._ask(
+            GuardrailCheck(call_id=self.call_id, at=self._now(), hook="on_agent_sentence",
+                           text=text, run_id=run_id, index=index)
+        )
+
+    async def on_agent_turn(self, run_id: str, text: str, interrupted: bool) -> None:
+        await self._ask(
+            GuardrailCheck(call_id=self.call_id, at=self._now(), hook="on_agent_turn", text=text,
+                           run_id=run_id)
+        )
+
+
+async def run_call(
+    *,
+    call_id: str,
+    bus: Bus,
+    direction: Direction,
+    line: Any,
+    config: AgentConfig,
+    models: ModelSet,
+    max_seconds: float | None = None,
+    shutdown_grace: float = 2.0,
+) -> CallOutcome:
+    """Run one call end to end over ``line`` (a transport that can also dial).
+
+    Args:
+        call_id: the call's id.
+        bus: the call bus (observers subscribe before calling this).
+        direction: outbound (we dial) or inbound (we answer).
+        line: the transport: ``dial()``, ``mark_answered()``, ``run_callee()``
+            (the simulator) plus the session's :class:`CallTransport` methods.
+        config: the agent config.
+        models: the session's models.
+        max_seconds: a hard bound on the answered call (replays), in loop time.
+        shutdown_grace: how long actors get to stop before they are cancelled.
+    """
+    loop = asyncio.get_running_loop()
+    policy = ControllerPolicy(
+        direction=direction,
+        greet_after_silence=config.greet_after_silence,
+        max_call_seconds=config.max_call_seconds,
+        opening_instructions=config.opening_instructions.replace("{task}", config.task),
+        inbound_greeting_instructions=config.inbound_greeting_instructions,
+    )
+    bus.publish(CallStarted(call_id=call_id, at=loop.time(), direction=direction))
+    status = await line.dial()
+    if status != "answered":
+        fsm = ControllerFSM(policy)
+        not_answered = CallNotAnswered(call_id=call_id, at=loop.time(), status=status)
+        bus.publish(not_answered)
+        fsm.on_event(not_answered)
+        disposition = fsm.disposition or "failed"
+        ended = CallEnded(call_id=call_id, at=loop.time(), disposition=disposition,
+                          reason=f"not answered: {status}")
+        bus.publish(ended)
+        return CallOutcome(call_id, disposition, ended.reason, None, ended.at)
+
+    ended_ev = asyncio.Event()
+    final: list[CallEnded] = []
+
+    def on_end(ev: CallEnded) -> None:
+        if not final:
+            final.append(ev)
+        ended_ev.set()
+
+    controller: CallControllerActor | None = None
+
+    async def on_escalate(esc: Escalation) -> None:
+        bus.publish(
+            ActorCrashed(call_id=call_id, at=loop.time(), actor=esc.actor, error=repr(esc.error))
+        )
+        if controller is not None and esc.actor != "controller" and not controller.stopped:
+            await controller.fail(f"actor {esc.actor} failed")
+        if not final:
+            ev = CallEnded(call_id=call_id, at=loop.time(), disposition="error",
+                           reason=f"actor {esc.actor} failed")
+            bus.publish(ev)
+            on_end(ev)
+
+    answered_at: float | None = None
+    async with CallScope(call_id, on_escalate=on_escalate) as scope:
+        guardrail = GuardrailActor(call_id=call_id, bus=bus)
+        amd = AmdActor(call_id=call_id, bus=bus)
+        session = SessionActor(
+            call_id=call_id,
+            bus=bus,
+            transport=line,
+            stt_model=models.stt,
+            llm_model=models.llm,
+            tts_model=models.tts,
+            vad_model=models.vad,
+            instructions=config.full_instructions(),
+            hooks=GuardrailHooks(guardrail, call_id),
+            options=SessionOptions(
+                turn_detection=models.turn_detection,
+                min_endpointing_delay=config.turn.min_endpointing_delay,
+                max_endpointing_delay=config.turn.max_endpointing_delay,
+                min_interruption_duration=config.turn.min_interruption_duration,
+            ),
+        )
+        controller = CallControllerActor(
+            call_id=call_id, bus=bus, policy=policy, session=session, on_end=on_end
+        )
+        for actor in (guardrail, amd, session, controller):
+            scope.start_actor(actor)
+        started = asyncio.ensure_future(session._started.wait())
+        await asyncio.wait([started, asyncio.ensure_future(ended_ev.wait())],
+                           return_when=asyncio.FIRST_COMPLETED)
+        if not final:
+            line.mark_answered()
+            answered_at = loop.time()
+            bus.publish(CallAnswered(call_id=call_id, at=answered_at))
+            scope.spawn(line.run_callee(), name=f"{call_id}:callee", daemon=True)
+            try:
+                await asyncio.wait_for(ended_ev.wait(), max_seconds)
+            except TimeoutError:
+                await controller.tell(
+                    HangUp(call_id=call_id, at=loop.time(), reason="replay time bound")
+                )
+                try:
+                    await asyncio.wait_for(ended_ev.wait(), 10.0)
+                except TimeoutError:
+                    ev = CallEnded(call_id=call_id, at=loop.time(), disposition="error",
+                                   reason="controller did not end the call")
+                    bus.publish(ev)
+                    on_end(ev)
+        started.cancel()
+        await scope.shutdown(shutdown_grace)
+    end = final[0]
+    return CallOutcome(call_id, end.disposition, end.reason, answered_at, end.at)

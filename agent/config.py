@@ -1,0 +1,133 @@
+"""Agent configuration: ``configs/*.yaml`` files plus ``CALLRT_*`` environment variables.
+
+Precedence (highest first): a recorded call's ``agent:`` overrides, environment
+variables (``CALLRT_MODELS__LLM=openai/gpt-4.1-mini``), the YAML file, defaults.
+Every error a user can cause names the file, the key and what was expected.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+__all__ = ["AgentConfig", "ModelsConfig", "TurnConfig", "ConfigError", "load_config", "DEFAULT_CONFIG"]
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration problem, as one line naming file and key."""
+
+
+class ModelsConfig(BaseModel):
+    """Which models the session uses, by registry string."""
+
+    model_config = ConfigDict(extra="forbid")
+    stt: str = "local/whisper-tiny.en"
+    llm: str = "local/smollm2-135m"
+    tts: str = "local/piper-joe"
+    vad: str = "silero"
+    text_only_tts: str = "local/estimate"
+    llm_base_url: str | None = None
+    tts_sample_rate: int = Field(default=16000, ge=8000, le=48000)
+
+
+class TurnConfig(BaseModel):
+    """How turns are taken on the phone."""
+
+    model_config = ConfigDict(extra="forbid")
+    min_endpointing_delay: float = Field(default=0.5, ge=0.0, le=10.0)
+    max_endpointing_delay: float = Field(default=3.0, ge=0.0, le=30.0)
+    min_interruption_duration: float = Field(default=0.5, ge=0.0, le=10.0)
+
+
+class AgentConfig(BaseSettings):
+    """One agent: what it says and does on a call, and the models it uses."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CALLRT_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    name: str = "default"
+    instructions: str = (
+        "You are Sam, a friendly phone assistant. Speak in short, plain sentences. "
+        "One or two sentences per reply."
+    )
+    task: str = "check in with the customer"
+    direction: Literal["outbound", "inbound"] | None = None
+    opening_instructions: str = (
+        "Greet the person, say you are Sam calling to {task}, and ask one short question."
+    )
+    inbound_greeting_instructions: str = "Greet the caller briefly and ask how you can help."
+    greet_after_silence: float = Field(default=2.0, ge=0.0, le=30.0)
+    max_call_seconds: float = Field(default=300.0, gt=0.0)
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    turn: TurnConfig = Field(default_factory=TurnConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # file values arrive as init kwargs; the environment overrides them
+        return (env_settings, init_settings)
+
+    def full_instructions(self) -> str:
+        return f"{self.instructions}\nYour task on this call: {self.task}."
+
+    def with_overrides(self, overrides: dict[str, Any], *, source: str) -> AgentConfig:
+        """A copy with a recorded call's ``agent:`` overrides applied (deep merge)."""
+        if not overrides:
+            return self
+        data = _deep_merge(self.model_dump(), overrides)
+        return _validate(data, source=source, prefix="agent.")
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _validate(data: dict[str, Any], *, source: str, prefix: str = "") -> AgentConfig:
+    try:
+        return AgentConfig(**data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = prefix + ".".join(str(p) for p in err["loc"])
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        raise ConfigError(f"{source}: {key}: {msg}") from None
+
+
+def load_config(path: str | Path | None = None) -> AgentConfig:
+    """Load an agent config file (the default one when ``path`` is None)."""
+    p = Path(path) if path is not None else DEFAULT_CONFIG
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: file not found (expected an agent config YAML file)") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{p}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping of config keys at the top level")
+    return _validate(data, source=str(p))

@@ -1,0 +1,258 @@
+"""Every message the actors of a call exchange: one discriminated union.
+
+Messages are frozen pydantic models with a ``kind`` literal. Every message
+carries ``call_id``; turn-scoped ones carry ``turn_id`` (a callee turn) or
+``run_id`` (one agent reply: livekit's speech handle id). ``at`` is the loop
+clock (``loop.time()``) when the event happened. Audio never travels as a
+message.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+Direction = Literal["outbound", "inbound"]
+Disposition = Literal[
+    "completed",
+    "voicemail",
+    "unavailable",
+    "busy",
+    "no-answer",
+    "rejected",
+    "failed",
+    "transferred",
+    "error",
+]
+AnswerStatus = Literal["answered", "busy", "no-answer", "failed", "rejected"]
+AmdCategory = Literal[
+    "human",
+    "machine-vm",
+    "machine-unavailable",
+    "machine-ivr",
+    "machine-screening",
+    "uncertain",
+    "wait",
+]
+GuardrailHook = Literal["on_user_turn", "on_agent_sentence", "on_agent_turn"]
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    call_id: str
+    at: float = 0.0
+
+
+# -- telephony / lifecycle -------------------------------------------------
+
+
+class CallStarted(_Msg):
+    kind: Literal["call_started"] = "call_started"
+    direction: Direction
+
+
+class CallAnswered(_Msg):
+    """The far end picked up (outbound) or we answered (inbound); media flows."""
+
+    kind: Literal["call_answered"] = "call_answered"
+
+
+class CallNotAnswered(_Msg):
+    """An outbound call that never connected."""
+
+    kind: Literal["call_not_answered"] = "call_not_answered"
+    status: AnswerStatus
+
+
+class RemoteHangup(_Msg):
+    kind: Literal["remote_hangup"] = "remote_hangup"
+
+
+class CallEnded(_Msg):
+    kind: Literal["call_ended"] = "call_ended"
+    disposition: Disposition
+    reason: str
+
+
+class ActorCrashed(_Msg):
+    kind: Literal["actor_crashed"] = "actor_crashed"
+    actor: str
+    error: str
+
+
+# -- session events --------------------------------------------------------
+
+
+class UserSpeechStarted(_Msg):
+    kind: Literal["user_speech_started"] = "user_speech_started"
+
+
+class UserSpeechStopped(_Msg):
+    kind: Literal["user_speech_stopped"] = "user_speech_stopped"
+
+
+class UserTranscript(_Msg):
+    kind: Literal["user_transcript"] = "user_transcript"
+    turn_id: str
+    text: str
+    final: bool
+
+
+class UserTurnCompleted(_Msg):
+    kind: Literal["user_turn_completed"] = "user_turn_completed"
+    turn_id: str
+    text: str
+    started_at: float | None = None
+
+
+class AgentSpeechStarted(_Msg):
+    kind: Literal["agent_speech_started"] = "agent_speech_started"
+    run_id: str
+
+
+class AgentSentence(_Msg):
+    """One agent sentence, as released from the LLM text stream to TTS."""
+
+    kind: Literal["agent_sentence"] = "agent_sentence"
+    run_id: str
+    index: int
+    text: str
+
+
+class AgentTurnCompleted(_Msg):
+    kind: Literal["agent_turn_completed"] = "agent_turn_completed"
+    run_id: str
+    text: str
+    interrupted: bool
+    started_at: float | None = None
+
+
+class PlaybackFinished(_Msg):
+    kind: Literal["playback_finished"] = "playback_finished"
+    run_id: str | None
+    position: float
+    interrupted: bool
+
+
+class DtmfReceived(_Msg):
+    kind: Literal["dtmf_received"] = "dtmf_received"
+    digits: str
+
+
+class DtmfSent(_Msg):
+    kind: Literal["dtmf_sent"] = "dtmf_sent"
+    digits: str
+
+
+# -- commands to the session (asked or told) -------------------------------
+
+
+class Say(_Msg):
+    kind: Literal["say"] = "say"
+    text: str
+    allow_interruptions: bool = True
+
+
+class GenerateReply(_Msg):
+    kind: Literal["generate_reply"] = "generate_reply"
+    instructions: str | None = None
+    user_input: str | None = None
+
+
+class InterruptRun(_Msg):
+    """Interrupt one agent run; a stale run id never interrupts a newer run."""
+
+    kind: Literal["interrupt_run"] = "interrupt_run"
+    run_id: str
+
+
+class SendDtmf(_Msg):
+    kind: Literal["send_dtmf"] = "send_dtmf"
+    digits: str
+
+
+class HangUp(_Msg):
+    kind: Literal["hang_up"] = "hang_up"
+    reason: str = "agent"
+
+
+# -- controller, AMD, guardrails -------------------------------------------
+
+
+class CallStateChanged(_Msg):
+    kind: Literal["call_state_changed"] = "call_state_changed"
+    old: str
+    new: str
+
+
+class TimerFired(_Msg):
+    """An actor's own timer, delivered through its mailbox."""
+
+    kind: Literal["timer_fired"] = "timer_fired"
+    name: str
+
+
+class AmdPrediction(_Msg):
+    kind: Literal["amd_prediction"] = "amd_prediction"
+    category: AmdCategory
+    final: bool
+    reason: str
+    turn_id: str | None = None
+
+
+class GuardrailCheck(_Msg):
+    """A session hook asks the guardrail (reply: allow, block or steer)."""
+
+    kind: Literal["guardrail_check"] = "guardrail_check"
+    hook: GuardrailHook
+    text: str
+    turn_id: str | None = None
+    run_id: str | None = None
+    index: int | None = None
+
+
+class GuardrailEvaluated(_Msg):
+    kind: Literal["guardrail_evaluated"] = "guardrail_evaluated"
+    hook: GuardrailHook
+    action: Literal["allow", "block", "steer", "error"]
+    decisions: dict[str, float | str | bool] = Field(default_factory=dict)
+    latency: float = 0.0
+    turn_id: str | None = None
+    run_id: str | None = None
+
+
+Message = Annotated[
+    CallStarted
+    | CallAnswered
+    | CallNotAnswered
+    | RemoteHangup
+    | CallEnded
+    | ActorCrashed
+    | UserSpeechStarted
+    | UserSpeechStopped
+    | UserTranscript
+    | UserTurnCompleted
+    | AgentSpeechStarted
+    | AgentSentence
+    | AgentTurnCompleted
+    | PlaybackFinished
+    | DtmfReceived
+    | DtmfSent
+    | Say
+    | GenerateReply
+    | InterruptRun
+    | SendDtmf
+    | HangUp
+    | CallStateChanged
+    | TimerFired
+    | AmdPrediction
+    | GuardrailCheck
+    | GuardrailEvaluated,
+    Field(discriminator="kind"),
+]
+
+message_adapter: TypeAdapter[Message] = TypeAdapter(Message)
+
+#: Kinds that travel on actors' urgent lanes.
+URGENT_KINDS = frozenset({"interrupt_run", "hang_up", "remote_hangup", "call_ended"})

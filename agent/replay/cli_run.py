@@ -1,0 +1,102 @@
+"""Runs a replay from the CLI: progress, summary table, JSON Lines, exit status."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..config import AgentConfig
+from ..models.registry import ModelConfigError, UnknownModelError
+from ..runtime import clock
+from .format import RecordedCall
+from .runner import ReplayedCall, Replayer, ReplayOptions
+
+__all__ = ["run_replay"]
+
+
+def run_replay(
+    calls: list[RecordedCall],
+    config: AgentConfig,
+    *,
+    text_only: bool,
+    speed: float | None,
+    virtual: bool,
+    record_dir: Path | None,
+    json_out: bool,
+    jsonl_path: Path | None = None,
+) -> int:
+    """Replay ``calls``; returns the exit status (0 all ok, 1 any failed, 2 bad input)."""
+    console = Console(stderr=json_out)
+    options = ReplayOptions(text_only=text_only, record_dir=record_dir)
+    replayer = Replayer(config, options)
+    try:
+        replayer.models()
+    except (UnknownModelError, ModelConfigError) as exc:
+        Console(stderr=True).print(f"[red]error:[/red] config: {exc}", highlight=False)
+        return 2
+    results: list[ReplayedCall] = []
+    jsonl = jsonl_path.open("w", encoding="utf-8") if jsonl_path else None
+
+    progress = Progress(
+        TextColumn("[bold]replay[/bold] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=json_out or not sys.stderr.isatty(),
+    )
+
+    async def main() -> list[ReplayedCall]:
+        with progress:
+            task = progress.add_task(calls[0].name if calls else "", total=len(calls))
+
+            def on_result(call: RecordedCall, replayed: ReplayedCall) -> None:
+                results.append(replayed)
+                line = replayed.result.to_json_line()
+                if json_out:
+                    print(line, flush=True)
+                if jsonl is not None:
+                    jsonl.write(line + "\n")
+                    jsonl.flush()
+                if not json_out:
+                    mark = "[green]ok[/green]" if replayed.result.ok else "[red]FAIL[/red]"
+                    progress.console.print(f"{mark} {call.name}", highlight=False)
+                progress.update(task, advance=1)
+
+            return await replayer.replay_all(calls, on_result)
+
+    try:
+        clock.run(main(), virtual=virtual, speed=speed)
+    finally:
+        if jsonl is not None:
+            jsonl.close()
+    if not json_out:
+        console.print(_summary(results))
+    return 0 if all(r.result.ok for r in results) else 1
+
+
+def _summary(results: list[ReplayedCall]) -> Table:
+    table = Table(title="replay summary")
+    for col in ("call", "ok", "disposition", "amd", "turns", "first audio", "duration", "x real"):
+        table.add_column(col)
+    for r in results:
+        res = r.result
+        first = f"{res.agent_first_audio_at:.2f}s" if res.agent_first_audio_at is not None else "-"
+        speedup = f"{res.duration / r.wall_seconds:.1f}" if r.wall_seconds > 0 else "-"
+        table.add_row(
+            res.name,
+            "[green]yes[/green]" if res.ok else "[red]no[/red]: "
+            + ", ".join(f.key for f in res.failures),
+            res.disposition,
+            res.amd.category if res.amd else "-",
+            str(len(res.turns)),
+            first,
+            f"{res.duration:.1f}s",
+            speedup,
+        )
+    return table

@@ -1,0 +1,158 @@
+"""CallObserver: listens to every message on a call's bus and builds the call's result.
+
+It is the call recorder the replay JSON comes from: turns (callee and agent,
+with times after the answer), AMD predictions, guardrail evaluations, DTMF and
+the disposition. It also measures response latency: end of callee speech to
+the first agent audio of the reply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import (
+    AgentSpeechStarted,
+    AgentTurnCompleted,
+    AmdPrediction,
+    CallAnswered,
+    CallEnded,
+    DtmfSent,
+    GuardrailEvaluated,
+    UserSpeechStarted,
+    UserSpeechStopped,
+    UserTurnCompleted,
+)
+from ..runtime import ALL, Bus
+from .results import AmdResult, CallResult, GuardrailEvaluation, Turn, collapse_stages
+
+__all__ = ["CallObserver"]
+
+
+@dataclass
+class _AgentRun:
+    start: float | None = None
+    end: float | None = None
+    text: str = ""
+    interrupted: bool = False
+    done: bool = False
+
+
+@dataclass
+class CallObserver:
+    """Collects a call's events (subscribe it with :meth:`attach`)."""
+
+    messages: list[Any] = field(default_factory=list)
+    answered_at: float | None = None
+    ended: CallEnded | None = None
+    _speech_start: float | None = None
+    _speech_stop: float | None = None
+    _callee_turns: list[tuple[float, float, str]] = field(default_factory=list)
+    _runs: dict[str, _AgentRun] = field(default_factory=dict)
+    _run_order: list[str] = field(default_factory=list)
+    _amd: list[AmdPrediction] = field(default_factory=list)
+    _guardrail: list[GuardrailEvaluated] = field(default_factory=list)
+    dtmf_sent: str = ""
+    latencies: list[float] = field(default_factory=list)
+    _awaiting_reply_since: float | None = None
+
+    def attach(self, bus: Bus) -> None:
+        bus.subscribe(ALL, self.on_message)
+
+    def _run(self, run_id: str) -> _AgentRun:
+        if run_id not in self._runs:
+            self._runs[run_id] = _AgentRun()
+            self._run_order.append(run_id)
+        return self._runs[run_id]
+
+    def on_message(self, msg: Any) -> None:
+        self.messages.append(msg)
+        match msg:
+            case CallAnswered(at=at):
+                self.answered_at = at
+            case UserSpeechStarted(at=at):
+                if self._speech_start is None:
+                    self._speech_start = at
+                self._awaiting_reply_since = None
+            case UserSpeechStopped(at=at):
+                self._speech_stop = at
+                self._awaiting_reply_since = at
+            case UserTurnCompleted(at=at, text=text):
+                start = self._speech_start if self._speech_start is not None else at
+                end = self._speech_stop if self._speech_stop is not None else at
+                self._callee_turns.append((start, max(start, end), text))
+                self._speech_start = self._speech_stop = None
+            case AgentSpeechStarted(at=at, run_id=run_id):
+                run = self._run(run_id)
+                if run.start is None:
+                    run.start = at
+                if self._awaiting_reply_since is not None:
+                    self.latencies.append(at - self._awaiting_reply_since)
+                    self._awaiting_reply_since = None
+            case AgentTurnCompleted(at=at, run_id=run_id, text=text, interrupted=interrupted):
+                run = self._run(run_id)
+                run.end, run.text, run.interrupted, run.done = at, text, interrupted, True
+            case AmdPrediction():
+                self._amd.append(msg)
+            case GuardrailEvaluated():
+                self._guardrail.append(msg)
+            case DtmfSent(digits=digits):
+                self.dtmf_sent += digits
+            case CallEnded():
+                self.ended = msg
+
+    def _rel(self, t: float) -> float:
+        base = self.answered_at if self.answered_at is not None else t
+        return max(0.0, t - base)
+
+    def result(self, name: str) -> CallResult:
+        """The observed result (``ok``/``failures`` are filled by ``judge``)."""
+        assert self.ended is not None, "the call has not ended"
+        answered = self.answered_at is not None
+        turns: list[tuple[float, Turn]] = []
+        for start, end, text in self._callee_turns:
+            turns.append(
+                (start, Turn(role="callee", start=self._rel(start), end=self._rel(end), text=text))
+            )
+        first_audio: float | None = None
+        for run_id in self._run_order:
+            run = self._runs[run_id]
+            if run.start is None:
+                continue  # a reply that never made a sound is not a turn
+            end = run.end if run.end is not None else self.ended.at
+            first_audio = run.start if first_audio is None else min(first_audio, run.start)
+            turns.append(
+                (
+                    run.start,
+                    Turn(role="agent", start=self._rel(run.start), end=self._rel(max(end, run.start)),
+                         text=run.text, interrupted=run.interrupted),
+                )
+            )
+        turns.sort(key=lambda item: item[0])
+        amd: AmdResult | None = None
+        if answered:
+            finals = [p for p in self._amd if p.final]
+            stages = collapse_stages(p.category for p in self._amd if p.category != "wait")
+            if finals:
+                last = finals[-1]
+                amd = AmdResult(category=last.category, stages=stages,
+                                decided_at=self._rel(last.at), reason=last.reason)
+            else:
+                amd = AmdResult(category="uncertain", stages=stages, decided_at=None,
+                                reason="no-decision")
+        return CallResult(
+            name=name,
+            amd=amd,
+            disposition=self.ended.disposition,
+            voicemail_left=False,
+            dtmf_sent=self.dtmf_sent,
+            duration=self._rel(self.ended.at) if answered else 0.0,
+            agent_first_audio_at=self._rel(first_audio) if first_audio is not None else None,
+            turns=[t for _, t in turns],
+            guardrail=[
+                GuardrailEvaluation(hook=g.hook, at=self._rel(g.at), action=g.action,
+                                    decisions=g.decisions, latency=g.latency)
+                for g in self._guardrail
+                if g.action != "error"
+            ],
+        )

@@ -1,0 +1,186 @@
+"""Replays recorded calls through the real runtime: simulator, four actors, models.
+
+Models are built once per run and shared by the calls (they are loaded once per
+process anyway). Each call gets its own bus, simulator and actors. Results do
+not depend on the speed: on the virtual clock, time stands still while a model
+runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..call import ModelSet, new_call_id, run_call
+from ..config import AgentConfig
+from ..models.registry import build_llm, build_stt, build_tts, build_vad
+from ..runtime import Bus
+from ..telephony.simulator import CallSimulator, SpeechSynth
+from ..telephony.sim_io import TranscriptFeedSTT
+from .format import RecordedCall
+from .observer import CallObserver
+from .results import CallResult, judge
+
+logger = logging.getLogger("agent.replay")
+
+__all__ = ["ReplayOptions", "Replayer", "default_cache_dir"]
+
+
+def default_cache_dir() -> Path:
+    """Where synthesised callee speech is cached (``CALLRT_CACHE_DIR`` overrides)."""
+    env = os.environ.get("CALLRT_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "callrt"
+
+
+@dataclass
+class ReplayOptions:
+    text_only: bool = False
+    record_dir: Path | None = None
+    cache_dir: Path | None = None
+    sample_rate: int = 16000
+
+
+@dataclass
+class ReplayedCall:
+    """A call's judged result plus what benchmarks want to know."""
+
+    result: CallResult
+    latencies: list[float]
+    wall_seconds: float
+
+
+class Replayer:
+    """Replays calls one after another on the running loop.
+
+    Args:
+        config: the agent config (a call's ``agent:`` overrides apply per call).
+        options: text-only, recording folder, cache folder.
+        models: prebuilt models (tests inject scripted fakes); built from config otherwise.
+        synth: renders callee speech (defaults to the offline Piper voice, cached).
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        options: ReplayOptions,
+        *,
+        models: ModelSet | None = None,
+        synth: SpeechSynth | None = None,
+    ) -> None:
+        self.config = config
+        self.options = options
+        self._models = models
+        self._synth = synth
+
+    def _build_models(self) -> ModelSet:
+        m = self.config.models
+        if self.options.text_only:
+            return ModelSet(
+                stt=TranscriptFeedSTT(),
+                llm=build_llm(m.llm, base_url=m.llm_base_url),
+                tts=build_tts(m.text_only_tts, sample_rate=m.tts_sample_rate),
+                vad=None,
+                turn_detection="stt",
+            )
+        return ModelSet(
+            stt=build_stt(m.stt),
+            llm=build_llm(m.llm, base_url=m.llm_base_url),
+            tts=build_tts(m.tts, sample_rate=m.tts_sample_rate),
+            vad=build_vad(m.vad),
+            turn_detection="vad",
+        )
+
+    def _default_synth(self) -> SpeechSynth:
+        from ..models.piper_tts import synthesize_pcm
+        from ..telephony.audio import from_int16
+        from ..telephony.speech_cache import SpeechCache
+
+        root = (self.options.cache_dir or default_cache_dir()) / "speech"
+        cache = SpeechCache(
+            root, lambda text, sr: from_int16(synthesize_pcm(text, sr)), voice_id="piper-joe"
+        )
+        return cache.get
+
+    def models(self) -> ModelSet:
+        if self._models is None:
+            self._models = self._build_models()
+        return self._models
+
+    async def replay(self, call: RecordedCall) -> ReplayedCall:
+        """Replay one call and judge it against its ``expect``."""
+        loop = asyncio.get_running_loop()
+        import time
+
+        wall0 = time.perf_counter()
+        source = str(call.source_path) if call.source_path else call.name
+        config = self.config.with_overrides(call.agent, source=source)
+        models = self.models()
+        if self.options.text_only:
+            # the feed is per call: a fresh one so no event leaks between calls
+            models = ModelSet(TranscriptFeedSTT(), models.llm, models.tts, None, "stt")
+        synth = self._synth
+        if synth is None and not self.options.text_only:
+            synth = self._synth = self._default_synth()
+        call_id = new_call_id()
+        bus = Bus(call_id)
+        observer = CallObserver()
+        observer.attach(bus)
+        sim = CallSimulator(
+            call,
+            bus=bus,
+            text_only=self.options.text_only,
+            synth=synth,
+            sample_rate=self.options.sample_rate,
+            feed_stt=models.stt if isinstance(models.stt, TranscriptFeedSTT) else None,
+            record=self.options.record_dir is not None,
+        )
+        await loop.run_in_executor(None, sim.prepare)
+        try:
+            await run_call(
+                call_id=call_id,
+                bus=bus,
+                direction=call.direction,
+                line=sim,
+                config=config,
+                models=models,
+                max_seconds=call.max_seconds,
+            )
+        finally:
+            await sim.aclose()
+        observed = observer.result(call.name)
+        observed = observed.model_copy(update={"dtmf_sent": sim.dtmf_sent})
+        if self.options.record_dir is not None and sim.recorder is not None:
+            self.options.record_dir.mkdir(parents=True, exist_ok=True)
+            path = self.options.record_dir / f"{call.name}.wav"
+            await loop.run_in_executor(None, sim.recorder.write, path)
+        return ReplayedCall(judge(call, observed), observer.latencies, time.perf_counter() - wall0)
+
+    async def replay_all(
+        self,
+        calls: Sequence[RecordedCall],
+        on_result: Callable[[RecordedCall, ReplayedCall], None] | None = None,
+    ) -> list[ReplayedCall]:
+        """Replay calls in order; ``on_result`` is called as each finishes."""
+        out = []
+        for call in calls:
+            replayed = await self.replay(call)
+            if on_result is not None:
+                on_result(call, replayed)
+            out.append(replayed)
+        return out
+
+
+def silence_synth(text: str, sample_rate: int) -> np.ndarray:
+    """A stand-in synthesiser for tests: silence as long as the text would take to say."""
+    from .format import estimated_speech_seconds
+
+    return np.zeros(int(estimated_speech_seconds(text) * sample_rate), dtype=np.float32)

@@ -1,0 +1,412 @@
+"""SessionActor: one call's audio, VAD, STT, LLM and TTS through livekit's AgentSession.
+
+The actor owns an ``AgentSession`` and a :class:`CallAgent`. Audio enters
+through the transport's ``io.AudioInput`` and leaves through its
+``io.AudioOutput`` (a LiveKit room in production, the simulator in replays).
+AgentSession events become typed messages on the call bus; controller commands
+arrive in the mailbox.
+
+Guardrail seams (filled by the guardrail work): :class:`SessionHooks` is called
+on each completed user turn (inside ``Agent.on_user_turn_completed``), on each
+agent sentence between the LLM text stream and TTS (``Agent.llm_node`` is
+wrapped by :class:`SentenceGate`), and on each agent turn (the speech handle's
+completion).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from livekit.agents import Agent, AgentSession, llm, stt, tts, vad
+from livekit.agents.voice import (
+    AgentStateChangedEvent,
+    ConversationItemAddedEvent,
+    SpeechCreatedEvent,
+    UserInputTranscribedEvent,
+    UserStateChangedEvent,
+    io,
+)
+from livekit.agents.voice.speech_handle import SpeechHandle
+
+from .messages import (
+    AgentSentence,
+    AgentSpeechStarted,
+    AgentTurnCompleted,
+    DtmfReceived,
+    DtmfSent,
+    GenerateReply,
+    HangUp,
+    InterruptRun,
+    PlaybackFinished,
+    RemoteHangup,
+    Say,
+    SendDtmf,
+    UserSpeechStarted,
+    UserSpeechStopped,
+    UserTranscript,
+    UserTurnCompleted,
+)
+from .runtime import Actor, Bus
+from .sentences import SentenceGate
+
+logger = logging.getLogger("agent.session")
+
+__all__ = ["SessionActor", "SessionHooks", "CallAgent", "CallTransport", "TurnVerdict", "SessionOptions"]
+
+
+@dataclass(frozen=True)
+class TurnVerdict:
+    """What a guardrail hook decided: allow, block (optionally saying something) or steer."""
+
+    action: str = "allow"  # allow | block | steer
+    say: str | None = None
+    instructions: str | None = None
+
+
+ALLOW = TurnVerdict()
+
+
+class SessionHooks:
+    """The guardrail seams. The default allows everything; the guardrail overrides these."""
+
+    async def on_user_turn(self, turn_id: str, text: str) -> TurnVerdict:
+        return ALLOW
+
+    async def on_agent_sentence(self, run_id: str, index: int, text: str) -> TurnVerdict:
+        return ALLOW
+
+    async def on_agent_turn(self, run_id: str, text: str, interrupted: bool) -> None:
+        return None
+
+
+class CallTransport(Protocol):
+    """What the session needs from a phone line (the simulator or a LiveKit room)."""
+
+    audio_input: io.AudioInput
+    audio_output: io.AudioOutput
+
+    def set_dtmf_handler(self, handler: Callable[[str], None]) -> None: ...
+
+    async def send_dtmf(self, digits: str) -> None: ...
+
+    async def hang_up(self) -> None: ...
+
+
+@dataclass
+class SessionOptions:
+    """How the AgentSession is tuned for phone calls."""
+
+    turn_detection: str = "vad"  # "vad" (audio) or "stt" (text-only replays)
+    min_endpointing_delay: float = 0.5
+    max_endpointing_delay: float = 3.0
+    min_interruption_duration: float = 0.5
+    tools: list[Any] = field(default_factory=list)
+
+
+class CallAgent(Agent):
+    """The Agent subclass that carries the guardrail seams."""
+
+    def __init__(
+        self,
+        *,
+        instructions: str,
+        hooks: SessionHooks,
+        publish: Callable[[Any], None],
+        call_id: str,
+        tools: list[Any] | None = None,
+    ) -> None:
+        super().__init__(instructions=instructions, tools=tools or [])
+        self._hooks = hooks
+        self._publish = publish
+        self._call_id = call_id
+        self._turns = 0
+        self.blocked_say: str | None = None
+
+    async def on_user_turn_completed(
+        self, turn_ctx: llm.ChatContext, new_message: llm.ChatMessage
+    ) -> None:
+        from livekit.agents.llm import StopResponse
+
+        self._turns += 1
+        turn_id = f"turn_{self._turns}"
+        text = new_message.text_content or ""
+        loop = asyncio.get_running_loop()
+        self._publish(
+            UserTurnCompleted(call_id=self._call_id, at=loop.time(), turn_id=turn_id, text=text)
+        )
+        verdict = await self._hooks.on_user_turn(turn_id, text)
+        if verdict.action == "block":
+            if verdict.say:
+                self.session.say(verdict.say)
+            raise StopResponse()
+        if verdict.action == "steer" and verdict.instructions:
+            turn_ctx.add_message(role="system", content=verdict.instructions)
+
+    def llm_node(
+        self, chat_ctx: llm.ChatContext, tools: list[llm.Tool], model_settings: Any
+    ) -> AsyncIterable[llm.ChatChunk | str]:
+        upstream = Agent.default.llm_node(self, chat_ctx, tools, model_settings)
+        # The running speech handle is only reachable through the session's public
+        # current_speech; preemptive generation is off, so it is this reply's handle.
+        handle = self.session.current_speech
+        run_id = handle.id if handle is not None else "run_unknown"
+        gate = SentenceGate(run_id=run_id, check=self._check_sentence)
+        return gate.process(_as_async_iter(upstream))
+
+    async def _check_sentence(self, run_id: str, index: int, text: str) -> bool:
+        loop = asyncio.get_running_loop()
+        verdict = await self._hooks.on_agent_sentence(run_id, index, text)
+        if verdict.action == "block":
+            self.blocked_say = verdict.say
+            return False
+        self._publish(
+            AgentSentence(call_id=self._call_id, at=loop.time(), run_id=run_id, index=index, text=text)
+        )
+        return True
+
+
+async def _as_async_iter(obj: Any) -> AsyncIterator[Any]:
+    if asyncio.iscoroutine(obj):
+        obj = await obj
+    if obj is None:
+        return
+    if isinstance(obj, str | llm.ChatChunk):
+        yield obj
+        return
+    async for item in obj:
+        yield item
+
+
+class SessionActor(Actor):
+    """Wraps one AgentSession; publishes its events and obeys controller commands."""
+
+    urgent_kinds = frozenset({"interrupt_run", "hang_up"})
+
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        bus: Bus,
+        transport: CallTransport,
+        stt_model: stt.STT,
+        llm_model: llm.LLM,
+        tts_model: tts.TTS,
+        vad_model: vad.VAD | None,
+        instructions: str,
+        hooks: SessionHooks | None = None,
+        options: SessionOptions | None = None,
+    ) -> None:
+        super().__init__("session")
+        self.call_id = call_id
+        self.bus = bus
+        self.transport = transport
+        self.options = options or SessionOptions()
+        self.hooks = hooks or SessionHooks()
+        self._models = (stt_model, llm_model, tts_model, vad_model)
+        self._instructions = instructions
+        self.session: AgentSession | None = None
+        self.agent: CallAgent | None = None
+        self._handles: dict[str, SpeechHandle] = {}
+        self._speaking_run: str | None = None
+        self._closed = False
+        self._started = asyncio.Event()
+        self._hook_tasks: set[asyncio.Future[None]] = set()
+
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def _publish(self, msg: Any) -> None:
+        self.bus.publish(msg)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def on_start(self) -> None:
+        if self.session is not None:
+            return  # a restart keeps the running AgentSession
+        stt_model, llm_model, tts_model, vad_model = self._models
+        o = self.options
+        self.session = AgentSession(
+            stt=stt_model,
+            vad=vad_model,
+            llm=llm_model,
+            tts=tts_model,
+            turn_handling={
+                "turn_detection": o.turn_detection,  # type: ignore[typeddict-item]
+                "endpointing": {
+                    "mode": "fixed",
+                    "min_delay": o.min_endpointing_delay,
+                    "max_delay": o.max_endpointing_delay,
+                },
+                "interruption": {
+                    "enabled": True,
+                    "mode": "vad",
+                    "min_duration": o.min_interruption_duration,
+                    "resume_false_interruption": False,
+                    "false_interruption_timeout": None,
+                },
+                "preemptive_generation": {"enabled": False},
+            },
+            user_away_timeout=None,
+            aec_warmup_duration=None,
+        )
+        self.agent = CallAgent(
+            instructions=self._instructions,
+            hooks=self.hooks,
+            publish=self._publish,
+            call_id=self.call_id,
+            tools=o.tools,
+        )
+        s = self.session
+        s.input.audio = self.transport.audio_input
+        s.output.audio = self.transport.audio_output
+        s.on("user_state_changed", self._on_user_state)
+        s.on("agent_state_changed", self._on_agent_state)
+        s.on("user_input_transcribed", self._on_transcribed)
+        s.on("speech_created", self._on_speech_created)
+        s.on("conversation_item_added", self._on_item_added)
+        s.on("error", self._on_error)
+        self.transport.set_dtmf_handler(self._on_dtmf)
+        self.transport.audio_output.on("playback_finished", self._on_playback_finished)
+        await s.start(self.agent, record=False)
+        self._started.set()
+
+    async def on_stop(self) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the AgentSession (idempotent)."""
+        if self._closed or self.session is None:
+            return
+        self._closed = True
+        if self._hook_tasks:
+            await asyncio.wait(self._hook_tasks, timeout=1.0)
+            for t in self._hook_tasks:
+                t.cancel()
+        try:
+            await asyncio.wait_for(self.session.aclose(), timeout=5.0)
+        except Exception:
+            logger.exception("closing the agent session failed", extra={"call_id": self.call_id})
+
+    # -- events from livekit -----------------------------------------------
+
+    def _on_user_state(self, ev: UserStateChangedEvent) -> None:
+        if ev.new_state == "speaking":
+            self._publish(UserSpeechStarted(call_id=self.call_id, at=self._now()))
+        elif ev.old_state == "speaking":
+            self._publish(UserSpeechStopped(call_id=self.call_id, at=self._now()))
+
+    def _on_agent_state(self, ev: AgentStateChangedEvent) -> None:
+        if ev.new_state == "speaking" and self.session is not None:
+            handle = self.session.current_speech
+            run_id = handle.id if handle is not None else "run_unknown"
+            self._speaking_run = run_id
+            self._publish(AgentSpeechStarted(call_id=self.call_id, at=self._now(), run_id=run_id))
+
+    def _on_transcribed(self, ev: UserInputTranscribedEvent) -> None:
+        turn_id = f"turn_{(self.agent._turns if self.agent else 0) + 1}"
+        self._publish(
+            UserTranscript(
+                call_id=self.call_id,
+                at=self._now(),
+                turn_id=turn_id,
+                text=ev.transcript,
+                final=ev.is_final,
+            )
+        )
+
+    def _on_speech_created(self, ev: SpeechCreatedEvent) -> None:
+        handle = ev.speech_handle
+        self._handles[handle.id] = handle
+        started = self._now()
+        handle.add_done_callback(lambda h: self._on_speech_done(h, started))
+
+    def _on_speech_done(self, handle: SpeechHandle, created_at: float) -> None:
+        self._handles.pop(handle.id, None)
+        text = " ".join(
+            (item.text_content or "")
+            for item in handle.chat_items
+            if isinstance(item, llm.ChatMessage) and item.role == "assistant"
+        ).strip()
+        interrupted = handle.interrupted
+        msg = AgentTurnCompleted(
+            call_id=self.call_id,
+            at=self._now(),
+            run_id=handle.id,
+            text=text,
+            interrupted=interrupted,
+            started_at=created_at,
+        )
+        self._publish(msg)
+        agent = self.agent
+        if agent is not None and agent.blocked_say and not interrupted and self.session:
+            say, agent.blocked_say = agent.blocked_say, None
+            self.session.say(say)
+        self._spawn_hook(self.hooks.on_agent_turn(handle.id, text, interrupted))
+
+    def _spawn_hook(self, coro: Awaitable[None]) -> None:
+        # agent-turn hooks observe only; they are owned here and awaited on close
+        task = asyncio.ensure_future(coro)
+        self._hook_tasks.add(task)
+        task.add_done_callback(self._hook_tasks.discard)
+
+    def _on_item_added(self, ev: ConversationItemAddedEvent) -> None:
+        # agent turns are reported from the speech handle (with its run id)
+        return None
+
+    def _on_error(self, ev: Any) -> None:
+        logger.warning(
+            "agent session error",
+            extra={"call_id": self.call_id, "source": type(getattr(ev, "source", None)).__name__},
+        )
+
+    def _on_dtmf(self, digits: str) -> None:
+        self._publish(DtmfReceived(call_id=self.call_id, at=self._now(), digits=digits))
+
+    def _on_playback_finished(self, ev: io.PlaybackFinishedEvent) -> None:
+        self._publish(
+            PlaybackFinished(
+                call_id=self.call_id,
+                at=self._now(),
+                run_id=self._speaking_run,
+                position=ev.playback_position,
+                interrupted=ev.interrupted,
+            )
+        )
+
+    # -- commands ----------------------------------------------------------
+
+    async def receive(self, msg: Any) -> Any:
+        await self._started.wait()
+        session = self.session
+        assert session is not None
+        match msg:
+            case Say(text=text, allow_interruptions=allow):
+                return session.say(text, allow_interruptions=allow).id
+            case GenerateReply(instructions=instr, user_input=user_input):
+                kwargs: dict[str, Any] = {}
+                if instr:
+                    kwargs["instructions"] = instr
+                if user_input:
+                    kwargs["user_input"] = user_input
+                return session.generate_reply(**kwargs).id
+            case InterruptRun(run_id=run_id):
+                handle = self._handles.get(run_id)
+                if handle is None or handle.done():
+                    return False  # stale: that run already finished
+                handle.interrupt(force=True)
+                return True
+            case SendDtmf(digits=digits):
+                await self.transport.send_dtmf(digits)
+                self._publish(DtmfSent(call_id=self.call_id, at=self._now(), digits=digits))
+                return None
+            case HangUp():
+                await self.transport.hang_up()
+                return None
+            case RemoteHangup():
+                return None
+            case _:
+                raise TypeError(f"session cannot handle {getattr(msg, 'kind', msg)!r}")

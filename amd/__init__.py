@@ -1,0 +1,1 @@
+"""Answering-machine detection: person, voicemail, IVR menu, call screener."""

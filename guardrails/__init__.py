@@ -1,0 +1,1 @@
+"""Guardrails: decision-model checks on user turns, agent sentences and agent turns."""

@@ -1,0 +1,154 @@
+"""Real inference through the embedded models: piper, whisper, SmolLM2 and silero."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+import numpy as np
+import pytest
+from livekit import rtc
+from livekit.agents import llm, stt, vad
+
+from agent.models import build_llm, build_stt, build_tts, build_vad
+from agent.models.piper_tts import resample_pcm, synthesize_pcm
+
+pytestmark = pytest.mark.integration
+
+PHRASE = "Hello, this is a test of the phone line."
+
+
+def _words(text: str) -> list[str]:
+    return re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split()
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    ref, hyp = _words(reference), _words(hypothesis)
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        prev, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
+    return row[len(hyp)] / max(1, len(ref))
+
+
+def _frames(pcm: np.ndarray, sample_rate: int, ms: int = 20) -> list[rtc.AudioFrame]:
+    step = sample_rate * ms // 1000
+    return [
+        rtc.AudioFrame(chunk.tobytes(), sample_rate, 1, len(chunk))
+        for chunk in (pcm[i : i + step] for i in range(0, len(pcm), step))
+    ]
+
+
+async def test_piper_synthesises_a_sentence_in_small_frames() -> None:
+    model = build_tts("local/piper-joe", sample_rate=16000)
+    frames = []
+    async with model.synthesize(PHRASE) as stream:
+        async for ev in stream:
+            frames.append(ev.frame)
+    seconds = sum(f.duration for f in frames)
+    assert 1.5 < seconds < 4.5
+    assert {(f.sample_rate, f.num_channels) for f in frames} == {(16000, 1)}
+    assert max(f.duration for f in frames) <= 0.1
+    pcm = np.concatenate([np.frombuffer(f.data, dtype=np.int16) for f in frames])
+    assert np.sqrt(np.mean(pcm.astype(np.float64) ** 2)) > 500
+
+
+async def test_whisper_transcribes_piper_audio_through_a_phone_band() -> None:
+    pcm = await asyncio.get_running_loop().run_in_executor(None, synthesize_pcm, PHRASE, 16000)
+    phone = resample_pcm(resample_pcm(pcm, 16000, 8000), 8000, 16000)
+    model = build_stt("local/whisper-tiny.en")
+    event = await model.recognize(rtc.AudioFrame(phone.tobytes(), 16000, 1, len(phone)))
+    assert event.type == stt.SpeechEventType.FINAL_TRANSCRIPT
+    assert word_error_rate(PHRASE, event.alternatives[0].text) <= 0.25, event.alternatives[0].text
+
+
+async def test_whisper_behind_livekit_stream_adapter_transcribes_a_vad_segment() -> None:
+    # what AgentSession does with a non-streaming STT: StreamAdapter(stt, session VAD)
+    pcm8k = await asyncio.get_running_loop().run_in_executor(None, synthesize_pcm, PHRASE, 8000)
+    silence = np.zeros(8000, dtype=np.int16)
+    audio = np.concatenate([silence // 2, pcm8k, silence, silence])
+    adapter = stt.StreamAdapter(stt=build_stt("local/whisper-tiny.en"), vad=build_vad("silero"))
+    events: list[stt.SpeechEvent] = []
+    async with adapter.stream() as stream:
+        for frame in _frames(audio, 8000):
+            stream.push_frame(frame)
+        stream.end_input()
+        async for ev in stream:
+            events.append(ev)
+    kinds = [ev.type for ev in events]
+    assert kinds == [
+        stt.SpeechEventType.START_OF_SPEECH,
+        stt.SpeechEventType.END_OF_SPEECH,
+        stt.SpeechEventType.FINAL_TRANSCRIPT,
+    ]
+    assert word_error_rate(PHRASE, events[-1].alternatives[0].text) <= 0.25
+    await adapter.aclose()
+
+
+async def test_silero_vads_are_separate_objects_on_one_loaded_model() -> None:
+    first, second = build_vad("silero"), build_vad("silero")
+    assert first is not second
+    assert isinstance(first, vad.VAD)
+    assert first._onnx_session is second._onnx_session  # type: ignore[attr-defined]
+    assert build_vad("silero", min_silence_duration=0.8)._onnx_session is not (  # type: ignore[attr-defined]
+        first._onnx_session  # type: ignore[attr-defined]
+    )
+
+
+def _short_chat() -> llm.ChatContext:
+    ctx = llm.ChatContext.empty()
+    ctx.add_message(role="system", content="You are a polite phone agent. Reply in one sentence.")
+    ctx.add_message(role="user", content="Hi, is this the dentist's office?")
+    return ctx
+
+
+@llm.function_tool
+async def book_appointment(day: str) -> str:
+    """Book a dental appointment.
+
+    Args:
+        day: the day of the week.
+    """
+    return f"booked on {day}"
+
+
+async def test_smollm2_streams_a_reply_and_ignores_offered_tools() -> None:
+    model = build_llm("local/smollm2-135m")
+    chunks: list[llm.ChatChunk] = []
+    async with model.chat(
+        chat_ctx=_short_chat(), tools=[book_appointment], tool_choice="auto"
+    ) as stream:
+        async for chunk in stream:
+            chunks.append(chunk)
+    text = "".join(c.delta.content or "" for c in chunks if c.delta)
+    assert text.strip()
+    assert sum(1 for c in chunks if c.delta and c.delta.content) > 1  # streamed, not one blob
+    assert not any(c.delta.tool_calls for c in chunks if c.delta)
+    usage = [c.usage for c in chunks if c.usage]
+    assert usage and 0 < usage[-1].completion_tokens <= 48
+    await model.aclose()
+
+
+async def test_closing_a_running_smollm2_stream_stops_generation_promptly() -> None:
+    model = build_llm("local/smollm2-135m", temperature=0.8)
+    ctx = _short_chat()
+    ctx.add_message(role="user", content="Tell me a very long story about teeth.")
+    stream = model.chat(chat_ctx=ctx, extra_kwargs={"max_tokens": 1000})
+    received = 0
+    async for chunk in stream:
+        if chunk.delta and chunk.delta.content:
+            received += 1
+            if received == 3:
+                break
+    started = time.perf_counter()
+    await stream.aclose()
+    assert time.perf_counter() - started < 0.5
+
+    # the model is free again: the next reply starts at once
+    started = time.perf_counter()
+    reply = await model.chat(chat_ctx=_short_chat()).collect()
+    assert reply.text
+    assert time.perf_counter() - started < 5
+    await model.aclose()
