@@ -20,7 +20,6 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -164,8 +163,20 @@ class WhisperSTT(stt.STT):
         load_whisper_model(self._opts)
 
     def prewarm(self) -> None:
-        """Start loading the weights in the executor without blocking the loop."""
-        self._prewarm_fut = _prewarm_in_executor(self.load, self._prewarm_fut)
+        """Start loading the weights in the executor without blocking the loop.
+
+        livekit calls ``prewarm()`` synchronously on the event loop when an activity
+        starts; loading inline there would stall every call in the worker.
+        """
+        if self._prewarm_fut is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.load()
+            return
+        self._prewarm_fut = loop.run_in_executor(None, self.load)
+        self._prewarm_fut.add_done_callback(_log_prewarm_failure)
 
     async def _recognize_impl(
         self,
@@ -214,26 +225,6 @@ class WhisperSTT(stt.STT):
         return text, min(1.0, confidence), duration
 
 
-def _prewarm_in_executor(
-    load: Callable[[], object], current: asyncio.Future[object] | None
-) -> asyncio.Future[object] | None:
-    """Run ``load`` in the running loop's executor (or inline without a loop).
-
-    livekit calls ``prewarm()`` synchronously on the event loop when an activity starts,
-    so loading inline there would stall every call in the worker for the load time.
-    """
-    if current is not None:
-        return current
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        load()
-        return None
-    fut = loop.run_in_executor(None, load)
-    fut.add_done_callback(_log_prewarm_failure)
-    return fut
-
-
 def _log_prewarm_failure(fut: asyncio.Future[object]) -> None:
     if not fut.cancelled() and (exc := fut.exception()) is not None:
-        logger.error("model prewarm failed", exc_info=exc)
+        logger.error("whisper prewarm failed", exc_info=exc)

@@ -115,7 +115,9 @@ class CallScope:
                     crashes.append(now)
                     while crashes and now - crashes[0] > self.budget.window:
                         crashes.popleft()
-                    if len(crashes) > self.budget.max_restarts or self._closing:
+                    # A stopped actor is never restarted: its lanes are closed.
+                    stopping = self._closing or actor.stopped
+                    if len(crashes) > self.budget.max_restarts or stopping:
                         logger.error(
                             "actor crashed too often; escalating",
                             extra={"actor": actor.name, "scope": self.name},

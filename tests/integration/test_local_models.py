@@ -12,6 +12,7 @@ from livekit import rtc
 from livekit.agents import llm, stt, vad
 
 from agent.models import build_llm, build_stt, build_tts, build_vad
+from agent.models.llama_llm import LlamaLLM, load_llama_model
 from agent.models.piper_tts import resample_pcm, synthesize_pcm
 
 pytestmark = pytest.mark.integration
@@ -133,6 +134,7 @@ async def test_smollm2_streams_a_reply_and_ignores_offered_tools() -> None:
 
 async def test_closing_a_running_smollm2_stream_stops_generation_promptly() -> None:
     model = build_llm("local/smollm2-135m", temperature=0.8)
+    assert isinstance(model, LlamaLLM)
     ctx = _short_chat()
     ctx.add_message(role="user", content="Tell me a very long story about teeth.")
     stream = model.chat(chat_ctx=ctx, extra_kwargs={"max_tokens": 1000})
@@ -144,7 +146,10 @@ async def test_closing_a_running_smollm2_stream_stops_generation_promptly() -> N
                 break
     started = time.perf_counter()
     await stream.aclose()
-    assert time.perf_counter() - started < 0.5
+    # aclose returns once the generating thread has let go of the model (at most one
+    # more token); the bound is loose because CI machines are shared
+    assert time.perf_counter() - started < 1.0
+    assert not load_llama_model(model.options).lock.locked()
 
     # the model is free again: the next reply starts at once
     started = time.perf_counter()

@@ -267,3 +267,32 @@ def test_an_error_in_the_scope_body_cancels_every_task() -> None:
         assert _only_current_task_left()
 
     run(main())
+
+
+class CrashesLate(Flaky):
+    """``say("sleep-then-crash")`` crashes after a second of work."""
+
+    async def receive(self, msg: Any) -> Any:
+        if isinstance(msg, Say) and msg.text == "sleep-then-crash":
+            await asyncio.sleep(1)
+            raise RuntimeError("crashed while stopping")
+        return await super().receive(msg)
+
+
+def test_an_actor_stopped_while_its_last_message_crashes_is_not_restarted() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        on_escalate = Recorder()
+        actor = CrashesLate("late")
+        async with asyncio.timeout(600):
+            async with CallScope(CALL, on_escalate=on_escalate) as scope:
+                scope.start_actor(actor)
+                await actor.tell(say("sleep-then-crash"))
+                await asyncio.sleep(0.5)
+                actor.stop()
+        assert actor.starts == pytest.approx([0.0])
+        assert actor.stops == 1
+        assert loop.time() == pytest.approx(1.0)
+        assert [str(esc.error) for esc, _ in on_escalate.calls] == ["crashed while stopping"]
+
+    run(main())
