@@ -31,8 +31,9 @@ from .messages import (
     GuardrailCheck,
     HangUp,
 )
-from .runtime import Actor, AskTimeout, Bus, CallScope, Escalation
-from .session import CallTransport, SessionActor, SessionHooks, SessionOptions, TurnVerdict
+from .runtime import Actor, ActorStopped, AskTimeout, Bus, CallScope, Escalation
+from .runtime.tasks import CallTasks
+from .session import SessionActor, SessionHooks, SessionOptions, TurnVerdict
 
 logger = logging.getLogger("agent.call")
 
@@ -77,6 +78,8 @@ class GuardrailHooks(SessionHooks):
     async def _ask(self, check: GuardrailCheck) -> TurnVerdict:
         try:
             res: CheckResult = await self.guardrail.ask(check, timeout=self.timeout)
+        except ActorStopped:
+            return TurnVerdict()  # the call is ending
         except (AskTimeout, Exception):
             logger.warning(
                 "guardrail check failed; allowing",
@@ -90,20 +93,32 @@ class GuardrailHooks(SessionHooks):
 
     async def on_user_turn(self, turn_id: str, text: str) -> TurnVerdict:
         return await self._ask(
-            GuardrailCheck(call_id=self.call_id, at=self._now(), hook="on_user_turn", text=text,
-                           turn_id=turn_id)
+            GuardrailCheck(
+                call_id=self.call_id,
+                at=self._now(),
+                hook="on_user_turn",
+                text=text,
+                turn_id=turn_id,
+            )
         )
 
     async def on_agent_sentence(self, run_id: str, index: int, text: str) -> TurnVerdict:
         return await self._ask(
-            GuardrailCheck(call_id=self.call_id, at=self._now(), hook="on_agent_sentence",
-                           text=text, run_id=run_id, index=index)
+            GuardrailCheck(
+                call_id=self.call_id,
+                at=self._now(),
+                hook="on_agent_sentence",
+                text=text,
+                run_id=run_id,
+                index=index,
+            )
         )
 
     async def on_agent_turn(self, run_id: str, text: str, interrupted: bool) -> None:
         await self._ask(
-            GuardrailCheck(call_id=self.call_id, at=self._now(), hook="on_agent_turn", text=text,
-                           run_id=run_id)
+            GuardrailCheck(
+                call_id=self.call_id, at=self._now(), hook="on_agent_turn", text=text, run_id=run_id
+            )
         )
 
 
@@ -147,8 +162,12 @@ async def run_call(
         bus.publish(not_answered)
         fsm.on_event(not_answered)
         disposition = fsm.disposition or "failed"
-        ended = CallEnded(call_id=call_id, at=loop.time(), disposition=disposition,
-                          reason=f"not answered: {status}")
+        ended = CallEnded(
+            call_id=call_id,
+            at=loop.time(),
+            disposition=disposition,
+            reason=f"not answered: {status}",
+        )
         bus.publish(ended)
         return CallOutcome(call_id, disposition, ended.reason, None, ended.at)
 
@@ -169,59 +188,73 @@ async def run_call(
         if controller is not None and esc.actor != "controller" and not controller.stopped:
             await controller.fail(f"actor {esc.actor} failed")
         if not final:
-            ev = CallEnded(call_id=call_id, at=loop.time(), disposition="error",
-                           reason=f"actor {esc.actor} failed")
+            ev = CallEnded(
+                call_id=call_id,
+                at=loop.time(),
+                disposition="error",
+                reason=f"actor {esc.actor} failed",
+            )
             bus.publish(ev)
             on_end(ev)
 
     answered_at: float | None = None
-    async with CallScope(call_id, on_escalate=on_escalate) as scope:
-        guardrail = GuardrailActor(call_id=call_id, bus=bus)
-        amd = AmdActor(call_id=call_id, bus=bus)
-        session = SessionActor(
-            call_id=call_id,
-            bus=bus,
-            transport=line,
-            stt_model=models.stt,
-            llm_model=models.llm,
-            tts_model=models.tts,
-            vad_model=models.vad,
-            instructions=config.full_instructions(),
-            hooks=GuardrailHooks(guardrail, call_id),
-            options=SessionOptions(
-                turn_detection=models.turn_detection,
-                min_endpointing_delay=config.turn.min_endpointing_delay,
-                max_endpointing_delay=config.turn.max_endpointing_delay,
-                min_interruption_duration=config.turn.min_interruption_duration,
-            ),
-        )
-        controller = CallControllerActor(
-            call_id=call_id, bus=bus, policy=policy, session=session, on_end=on_end
-        )
-        for actor in (guardrail, amd, session, controller):
-            scope.start_actor(actor)
-        started = asyncio.ensure_future(session._started.wait())
-        await asyncio.wait([started, asyncio.ensure_future(ended_ev.wait())],
-                           return_when=asyncio.FIRST_COMPLETED)
-        if not final:
-            line.mark_answered()
-            answered_at = loop.time()
-            bus.publish(CallAnswered(call_id=call_id, at=answered_at))
-            scope.spawn(line.run_callee(), name=f"{call_id}:callee", daemon=True)
-            try:
-                await asyncio.wait_for(ended_ev.wait(), max_seconds)
-            except TimeoutError:
-                await controller.tell(
-                    HangUp(call_id=call_id, at=loop.time(), reason="replay time bound")
-                )
+    tracked = CallTasks(call_id)
+    with tracked:
+        async with CallScope(call_id, on_escalate=on_escalate) as scope:
+            guardrail = GuardrailActor(call_id=call_id, bus=bus)
+            amd = AmdActor(call_id=call_id, bus=bus)
+            session = SessionActor(
+                call_id=call_id,
+                bus=bus,
+                transport=line,
+                stt_model=models.stt,
+                llm_model=models.llm,
+                tts_model=models.tts,
+                vad_model=models.vad,
+                instructions=config.full_instructions(),
+                hooks=GuardrailHooks(guardrail, call_id),
+                options=SessionOptions(
+                    turn_detection=models.turn_detection,
+                    min_endpointing_delay=config.turn.min_endpointing_delay,
+                    max_endpointing_delay=config.turn.max_endpointing_delay,
+                    min_interruption_duration=config.turn.min_interruption_duration,
+                ),
+            )
+            controller = CallControllerActor(
+                call_id=call_id, bus=bus, policy=policy, session=session, on_end=on_end
+            )
+            for actor in (guardrail, amd, session, controller):
+                scope.start_actor(actor)
+            started = asyncio.ensure_future(session._started.wait())
+            early_end = asyncio.ensure_future(ended_ev.wait())
+            await asyncio.wait([started, early_end], return_when=asyncio.FIRST_COMPLETED)
+            early_end.cancel()
+            if not final:
+                line.mark_answered()
+                answered_at = loop.time()
+                bus.publish(CallAnswered(call_id=call_id, at=answered_at))
+                scope.spawn(line.run_callee(), name=f"{call_id}:callee", daemon=True)
                 try:
-                    await asyncio.wait_for(ended_ev.wait(), 10.0)
+                    await asyncio.wait_for(ended_ev.wait(), max_seconds)
                 except TimeoutError:
-                    ev = CallEnded(call_id=call_id, at=loop.time(), disposition="error",
-                                   reason="controller did not end the call")
-                    bus.publish(ev)
-                    on_end(ev)
-        started.cancel()
-        await scope.shutdown(shutdown_grace)
+                    await controller.tell(
+                        HangUp(call_id=call_id, at=loop.time(), reason="replay time bound")
+                    )
+                    try:
+                        await asyncio.wait_for(ended_ev.wait(), 10.0)
+                    except TimeoutError:
+                        ev = CallEnded(
+                            call_id=call_id,
+                            at=loop.time(),
+                            disposition="error",
+                            reason="controller did not end the call",
+                        )
+                        bus.publish(ev)
+                        on_end(ev)
+            started.cancel()
+            await scope.shutdown(shutdown_grace)
+    stray = await tracked.drain(shutdown_grace)
+    if stray:
+        logger.debug("cancelled tasks the call left", extra={"call_id": call_id, "n": stray})
     end = final[0]
     return CallOutcome(call_id, end.disposition, end.reason, answered_at, end.at)

@@ -49,8 +49,12 @@ def _parse_speed(value: str) -> float | None:
 @app.command()
 def replay(
     paths: Annotated[list[Path], typer.Argument(help="*.call.yaml files or folders of them")],
-    json_out: Annotated[bool, typer.Option("--json", help="one JSON object per call (JSON Lines)")] = False,
-    text_only: Annotated[bool, typer.Option("--text-only", help="deliver speech as transcripts")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="one JSON object per call (JSON Lines)")
+    ] = False,
+    text_only: Annotated[
+        bool, typer.Option("--text-only", help="deliver speech as transcripts")
+    ] = False,
     speed: Annotated[str, typer.Option(help="N times real time, or 'max'")] = "max",
     real_clock: Annotated[
         bool, typer.Option("--real-clock", help="run on the wall clock (measures real latency)")

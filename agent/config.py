@@ -14,7 +14,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-__all__ = ["AgentConfig", "ModelsConfig", "TurnConfig", "ConfigError", "load_config", "DEFAULT_CONFIG"]
+__all__ = [
+    "AgentConfig",
+    "ModelsConfig",
+    "TurnConfig",
+    "ConfigError",
+    "load_config",
+    "DEFAULT_CONFIG",
+]
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
 

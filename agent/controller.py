@@ -152,7 +152,10 @@ class ControllerFSM:
                 return [Greet(self.policy.opening_instructions)]
             case TimerFired(name="max_call"):
                 self._goto("ending")
-                return [HangUpLine("max call duration"), *self._end("completed", "max call duration")]
+                return [
+                    HangUpLine("max call duration"),
+                    *self._end("completed", "max call duration"),
+                ]
             case RemoteHangup():
                 return self._end("completed" if self.answered else "failed", "callee hung up")
             case HangUp(reason=reason):
@@ -225,7 +228,9 @@ class CallControllerActor(Actor):
         loop = asyncio.get_running_loop()
         if self.fsm.state != old_state:
             self.bus.publish(
-                CallStateChanged(call_id=self.call_id, at=loop.time(), old=old_state, new=self.fsm.state)
+                CallStateChanged(
+                    call_id=self.call_id, at=loop.time(), old=old_state, new=self.fsm.state
+                )
             )
         for cmd in cmds:
             match cmd:

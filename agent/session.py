@@ -55,7 +55,14 @@ from .sentences import SentenceGate
 
 logger = logging.getLogger("agent.session")
 
-__all__ = ["SessionActor", "SessionHooks", "CallAgent", "CallTransport", "TurnVerdict", "SessionOptions"]
+__all__ = [
+    "SessionActor",
+    "SessionHooks",
+    "CallAgent",
+    "CallTransport",
+    "TurnVerdict",
+    "SessionOptions",
+]
 
 
 @dataclass(frozen=True)
@@ -164,7 +171,9 @@ class CallAgent(Agent):
             self.blocked_say = verdict.say
             return False
         self._publish(
-            AgentSentence(call_id=self._call_id, at=loop.time(), run_id=run_id, index=index, text=text)
+            AgentSentence(
+                call_id=self._call_id, at=loop.time(), run_id=run_id, index=index, text=text
+            )
         )
         return True
 

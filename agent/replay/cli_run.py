@@ -90,8 +90,9 @@ def _summary(results: list[ReplayedCall]) -> Table:
         speedup = f"{res.duration / r.wall_seconds:.1f}" if r.wall_seconds > 0 else "-"
         table.add_row(
             res.name,
-            "[green]yes[/green]" if res.ok else "[red]no[/red]: "
-            + ", ".join(f.key for f in res.failures),
+            "[green]yes[/green]"
+            if res.ok
+            else "[red]no[/red]: " + ", ".join(f.key for f in res.failures),
             res.disposition,
             res.amd.category if res.amd else "-",
             str(len(res.turns)),

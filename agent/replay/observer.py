@@ -124,8 +124,13 @@ class CallObserver:
             turns.append(
                 (
                     run.start,
-                    Turn(role="agent", start=self._rel(run.start), end=self._rel(max(end, run.start)),
-                         text=run.text, interrupted=run.interrupted),
+                    Turn(
+                        role="agent",
+                        start=self._rel(run.start),
+                        end=self._rel(max(end, run.start)),
+                        text=run.text,
+                        interrupted=run.interrupted,
+                    ),
                 )
             )
         turns.sort(key=lambda item: item[0])
@@ -135,11 +140,16 @@ class CallObserver:
             stages = collapse_stages(p.category for p in self._amd if p.category != "wait")
             if finals:
                 last = finals[-1]
-                amd = AmdResult(category=last.category, stages=stages,
-                                decided_at=self._rel(last.at), reason=last.reason)
+                amd = AmdResult(
+                    category=last.category,
+                    stages=stages,
+                    decided_at=self._rel(last.at),
+                    reason=last.reason,
+                )
             else:
-                amd = AmdResult(category="uncertain", stages=stages, decided_at=None,
-                                reason="no-decision")
+                amd = AmdResult(
+                    category="uncertain", stages=stages, decided_at=None, reason="no-decision"
+                )
         return CallResult(
             name=name,
             amd=amd,
@@ -150,8 +160,13 @@ class CallObserver:
             agent_first_audio_at=self._rel(first_audio) if first_audio is not None else None,
             turns=[t for _, t in turns],
             guardrail=[
-                GuardrailEvaluation(hook=g.hook, at=self._rel(g.at), action=g.action,
-                                    decisions=g.decisions, latency=g.latency)
+                GuardrailEvaluation(
+                    hook=g.hook,
+                    at=self._rel(g.at),
+                    action=g.action,
+                    decisions=g.decisions,
+                    latency=g.latency,
+                )
                 for g in self._guardrail
                 if g.action != "error"
             ],

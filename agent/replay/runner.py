@@ -21,8 +21,8 @@ from ..call import ModelSet, new_call_id, run_call
 from ..config import AgentConfig
 from ..models.registry import build_llm, build_stt, build_tts, build_vad
 from ..runtime import Bus
-from ..telephony.simulator import CallSimulator, SpeechSynth
 from ..telephony.sim_io import TranscriptFeedSTT
+from ..telephony.simulator import CallSimulator, SpeechSynth
 from .format import RecordedCall
 from .observer import CallObserver
 from .results import CallResult, judge

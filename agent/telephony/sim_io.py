@@ -19,7 +19,12 @@ from collections.abc import Callable
 import numpy as np
 from livekit import rtc
 from livekit.agents import stt
-from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConnectOptions, NotGivenOr
+from livekit.agents.types import (
+    DEFAULT_API_CONNECT_OPTIONS,
+    NOT_GIVEN,
+    APIConnectOptions,
+    NotGivenOr,
+)
 from livekit.agents.voice import io
 
 from .audio import from_int16, to_int16
@@ -243,9 +248,13 @@ class TranscriptFeedSTT(stt.STT):
     def provider(self) -> str:
         return "simulator"
 
-    async def _recognize_impl(self, buffer: object, *, language: object = NOT_GIVEN,
-                              conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS
-                              ) -> stt.SpeechEvent:
+    async def _recognize_impl(
+        self,
+        buffer: object,
+        *,
+        language: object = NOT_GIVEN,
+        conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS,
+    ) -> stt.SpeechEvent:
         raise NotImplementedError("the transcript feed only streams")
 
     def stream(
@@ -290,15 +299,17 @@ class _FeedStream(stt.RecognizeStream):
                 pass
 
         drain = asyncio.ensure_future(drain_audio())
+        get: asyncio.Future[stt.SpeechEvent] | None = None
         try:
             while True:
                 get = asyncio.ensure_future(self._events.get())
                 done, _ = await asyncio.wait({get, drain}, return_when=asyncio.FIRST_COMPLETED)
-                if get in done:
-                    self._event_ch.send_nowait(get.result())
-                    continue
-                get.cancel()
-                return
+                if get not in done:
+                    return
+                self._event_ch.send_nowait(get.result())
         finally:
             self._closed_feed = True
-            drain.cancel()
+            for fut in (get, drain):
+                if fut is not None and not fut.done():
+                    fut.cancel()
+            await asyncio.gather(drain, *([get] if get else []), return_exceptions=True)

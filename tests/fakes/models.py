@@ -1,0 +1,93 @@
+"""Scripted fakes implementing livekit's model interfaces, for the virtual clock."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from livekit.agents import llm, utils
+from livekit.agents.types import (
+    DEFAULT_API_CONNECT_OPTIONS,
+    NOT_GIVEN,
+    APIConnectOptions,
+    NotGivenOr,
+)
+
+__all__ = ["ScriptedLLM", "default_reply"]
+
+
+def default_reply(chat_ctx: llm.ChatContext) -> str:
+    """A deterministic reply that depends on how many user turns there were."""
+    users = [m for m in chat_ctx.messages() if m.role == "user"]
+    return f"Thanks, this is Sam from Acme Dental. This is reply number {len(users)}."
+
+
+class ScriptedLLM(llm.LLM):
+    """An ``llm.LLM`` that streams scripted replies word by word.
+
+    Args:
+        reply: a list of replies used in turn (the last repeats), or a function of the chat.
+        token_delay: loop seconds between streamed words (virtual time in tests).
+        fail: raise this from every stream (to test error paths).
+    """
+
+    def __init__(
+        self,
+        reply: list[str] | Callable[[llm.ChatContext], str] = default_reply,
+        *,
+        token_delay: float = 0.0,
+        fail: Exception | None = None,
+    ) -> None:
+        super().__init__()
+        self._reply = reply
+        self.token_delay = token_delay
+        self.fail = fail
+        self.requests: list[llm.ChatContext] = []
+
+    @property
+    def model(self) -> str:
+        return "scripted"
+
+    @property
+    def provider(self) -> str:
+        return "tests"
+
+    def next_reply(self, chat_ctx: llm.ChatContext) -> str:
+        if callable(self._reply):
+            return self._reply(chat_ctx)
+        i = min(len(self.requests) - 1, len(self._reply) - 1)
+        return self._reply[i]
+
+    def chat(
+        self,
+        *,
+        chat_ctx: llm.ChatContext,
+        tools: list[llm.Tool] | None = None,
+        conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS,
+        parallel_tool_calls: NotGivenOr[bool] = NOT_GIVEN,
+        tool_choice: NotGivenOr[llm.ToolChoice] = NOT_GIVEN,
+        extra_kwargs: NotGivenOr[dict[str, Any]] = NOT_GIVEN,
+    ) -> llm.LLMStream:
+        self.requests.append(chat_ctx.copy())
+        return _ScriptedStream(
+            self, chat_ctx=chat_ctx, tools=tools or [], conn_options=conn_options
+        )
+
+
+class _ScriptedStream(llm.LLMStream):
+    async def _run(self) -> None:
+        owner = self._llm
+        assert isinstance(owner, ScriptedLLM)
+        if owner.fail is not None:
+            raise owner.fail
+        text = owner.next_reply(self._chat_ctx)
+        request_id = utils.shortuuid("fake_")
+        words = text.split(" ")
+        for i, word in enumerate(words):
+            if owner.token_delay:
+                await asyncio.sleep(owner.token_delay)
+            piece = word if i == 0 else " " + word
+            self._event_ch.send_nowait(
+                llm.ChatChunk(id=request_id, delta=llm.ChoiceDelta(role="assistant", content=piece))
+            )
