@@ -41,6 +41,7 @@ class CallLatency:
     ok: bool
     duration: float
     wall_seconds: float
+    callee_turns: int
     latencies: list[float]
 
 
@@ -69,18 +70,21 @@ async def measure(
     await prewarm(models.stt, models.llm, models.tts)
     print(f"prewarm: model weights loaded in {time.perf_counter() - started:.1f} s (not timed)")
     print()
-    print(f"{'call':<36} {'ok':<4} {'turns':>5} {'median':>7} {'max':>7} {'call s':>7} {'wall s':>7}")
+    print(
+        f"{'call':<36} {'ok':<4} {'callee':>6} {'timed':>5} {'median':>7} {'max':>7} "
+        f"{'call s':>7} {'wall s':>7}"
+    )
     out = []
     for call in calls:
         replayed = await replayer.replay(call)
         lat = replayed.latencies
-        row = CallLatency(
-            call.name, replayed.result.ok, replayed.result.duration, replayed.wall_seconds, lat
-        )
+        result = replayed.result
+        callee = sum(1 for turn in result.turns if turn.role == "callee")
+        row = CallLatency(call.name, result.ok, result.duration, replayed.wall_seconds, callee, lat)
         median = f"{statistics.median(lat):.3f}" if lat else "-"
         worst = f"{max(lat):.3f}" if lat else "-"
         print(
-            f"{row.name:<36} {'yes' if row.ok else 'no':<4} {len(lat):>5} {median:>7} "
+            f"{row.name:<36} {'yes' if row.ok else 'no':<4} {callee:>6} {len(lat):>5} {median:>7} "
             f"{worst:>7} {row.duration:>7.1f} {row.wall_seconds:>7.1f}",
             flush=True,
         )
@@ -115,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
     print(
         "latency: end of callee speech (the session's user-speech-stopped event, i.e. after "
-        "the VAD's silence window) to the first agent audio of the reply, seconds"
+        "the VAD's silence window) to the first agent audio of the reply, seconds; "
+        "timed = callee turns the agent answered before the callee spoke again or hung up"
     )
     try:
         rows = clock.run(measure(calls, config, text_only=args.text_only), virtual=False)

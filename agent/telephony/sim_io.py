@@ -207,8 +207,11 @@ class AgentAudioOutput(io.AudioOutput):
         end = min(now, cut) if cut is not None else now
         position = min(max(0.0, end - self._seg_start), self._pushed)
         if self._on_played is not None:
-            heard_until = self._seg_start + position if interrupted else float("inf")
+            heard_until = self._seg_start + position
             for t, samples, sr in self._chunks:
+                if not interrupted:
+                    self._on_played(t, samples, sr)
+                    continue
                 if t >= heard_until:
                     break
                 keep = min(len(samples), int(round((heard_until - t) * sr)))
