@@ -243,7 +243,7 @@ class SessionActor(Actor):
             vad=vad_model,
             llm=llm_model,
             tts=tts_model,
-            turn_handling={
+            turn_handling={  # type: ignore[arg-type]
                 "turn_detection": o.turn_detection,  # type: ignore[typeddict-item]
                 "endpointing": {
                     "mode": "fixed",

@@ -140,15 +140,22 @@ class CallObserver:
             stages = collapse_stages(p.category for p in self._amd if p.category != "wait")
             if finals:
                 last = finals[-1]
-                amd = AmdResult(
-                    category=last.category,
-                    stages=stages,
-                    decided_at=self._rel(last.at),
-                    reason=last.reason,
+                amd = AmdResult.model_validate(
+                    {
+                        "category": last.category,
+                        "stages": stages,
+                        "decided_at": self._rel(last.at),
+                        "reason": last.reason,
+                    }
                 )
             else:
-                amd = AmdResult(
-                    category="uncertain", stages=stages, decided_at=None, reason="no-decision"
+                amd = AmdResult.model_validate(
+                    {
+                        "category": "uncertain",
+                        "stages": stages,
+                        "decided_at": None,
+                        "reason": "no-decision",
+                    }
                 )
         return CallResult(
             name=name,

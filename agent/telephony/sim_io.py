@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from livekit import rtc
@@ -291,8 +292,8 @@ class TranscriptFeedSTT(stt.STT):
 
 
 class _FeedStream(stt.RecognizeStream):
-    def __init__(self, *, stt: TranscriptFeedSTT, conn_options: APIConnectOptions) -> None:
-        self._events: asyncio.Queue[stt.SpeechEvent] = asyncio.Queue()
+    def __init__(self, *, stt: TranscriptFeedSTT, conn_options: APIConnectOptions) -> None:  # noqa: D107
+        self._events: asyncio.Queue[Any] = asyncio.Queue()
         self._closed_feed = False
         super().__init__(stt=stt, conn_options=conn_options)
 
@@ -302,7 +303,7 @@ class _FeedStream(stt.RecognizeStream):
                 pass
 
         drain = asyncio.ensure_future(drain_audio())
-        get: asyncio.Future[stt.SpeechEvent] | None = None
+        get: asyncio.Future[Any] | None = None
         try:
             while True:
                 get = asyncio.ensure_future(self._events.get())
