@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from .config import ConfigError, load_config
+from .config import DEFAULT_CONFIG, ConfigError, load_config
 
 app = typer.Typer(
     name="callrt",
@@ -86,6 +86,7 @@ def replay(
         virtual=not real_clock,
         record_dir=record_dir,
         json_out=json_out,
+        config_source=str(config or DEFAULT_CONFIG),
     )
     raise typer.Exit(code)
 
@@ -120,6 +121,7 @@ def demo(
         record_dir=run_dir,
         json_out=False,
         jsonl_path=run_dir / "results.jsonl",
+        config_source=str(config or DEFAULT_CONFIG),
     )
     Console().print(f"\nresults: {run_dir / 'results.jsonl'}\nrecordings: {run_dir}/*.wav")
     raise typer.Exit(code)

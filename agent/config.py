@@ -2,13 +2,14 @@
 
 Precedence (highest first): a recorded call's ``agent:`` overrides, environment
 variables (``CALLRT_MODELS__LLM=openai/gpt-4.1-mini``), the YAML file, defaults.
+Models are built once per run, so a call cannot override ``models``.
 Every error a user can cause names the file, the key and what was expected.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -65,7 +66,6 @@ class AgentConfig(BaseSettings):
         "One or two sentences per reply."
     )
     task: str = "check in with the customer"
-    direction: Literal["outbound", "inbound"] | None = None
     opening_instructions: str = (
         "Greet the person, say you are Sam calling to {task}, and ask one short question."
     )
@@ -94,8 +94,14 @@ class AgentConfig(BaseSettings):
         """A copy with a recorded call's ``agent:`` overrides applied (deep merge)."""
         if not overrides:
             return self
+        if "models" in overrides:
+            raise ConfigError(
+                f"{source}: agent.models: models cannot be overridden per call "
+                "(they are built once per run); use --config or CALLRT_MODELS__* instead"
+            )
         data = _deep_merge(self.model_dump(), overrides)
-        return _validate(data, source=source, prefix="agent.")
+        # model_validate skips the settings sources: the environment must not undo a call's override
+        return _validate(data, source=source, prefix="agent.", settings=False)
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -108,9 +114,11 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _validate(data: dict[str, Any], *, source: str, prefix: str = "") -> AgentConfig:
+def _validate(
+    data: dict[str, Any], *, source: str, prefix: str = "", settings: bool = True
+) -> AgentConfig:
     try:
-        return AgentConfig(**data)
+        return AgentConfig(**data) if settings else AgentConfig.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = prefix + ".".join(str(p) for p in err["loc"])

@@ -7,8 +7,9 @@ session commands, ending the call). Later policy (AMD, voicemail, IVR keys,
 guardrail actions) adds states and transitions here.
 
 States: ``dialing`` -> ``listening`` (outbound: waiting for the callee's first
-words) -> ``conversing`` -> ``ending`` -> ``ended``. Inbound calls go from
-``dialing`` straight to ``conversing`` and greet first.
+words) -> ``conversing`` -> ``ended``. Inbound calls go from ``dialing``
+straight to ``conversing`` and greet first. Ending commands (hang up the line,
+then end the call) are issued in the same step that enters ``ended``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .messages import (
+    URGENT_KINDS,
     AgentTurnCompleted,
     CallAnswered,
     CallEnded,
@@ -32,6 +34,7 @@ from .messages import (
     RemoteHangup,
     TimerFired,
     UserSpeechStarted,
+    UserSpeechStopped,
     UserTurnCompleted,
 )
 from .runtime import Actor, Bus
@@ -136,6 +139,9 @@ class ControllerFSM:
             case UserSpeechStarted() if self.state == "listening":
                 self.callee_spoke = True
                 return [CancelTimer("greet")]
+            case UserSpeechStopped() if self.state == "listening":
+                # speech (or noise) that produced no turn: keep waiting, then greet
+                return [StartTimer("greet", self.policy.greet_after_silence)]
             case UserTurnCompleted() if self.state == "listening":
                 # the session replies to the callee's first words: that reply is the greeting
                 self.callee_spoke = True
@@ -151,7 +157,6 @@ class ControllerFSM:
                 self._goto("conversing")
                 return [Greet(self.policy.opening_instructions)]
             case TimerFired(name="max_call"):
-                self._goto("ending")
                 return [
                     HangUpLine("max call duration"),
                     *self._end("completed", "max call duration"),
@@ -159,7 +164,6 @@ class ControllerFSM:
             case RemoteHangup():
                 return self._end("completed" if self.answered else "failed", "callee hung up")
             case HangUp(reason=reason):
-                self._goto("ending")
                 return [HangUpLine(reason), *self._end("completed", reason)]
         return []
 
@@ -186,11 +190,12 @@ class CallControllerActor(Actor):
         on_end: called once with the final :class:`CallEnded`.
     """
 
-    urgent_kinds = frozenset({"remote_hangup", "hang_up"})
+    urgent_kinds = URGENT_KINDS
     SUBSCRIBES = (
         "call_answered",
         "call_not_answered",
         "user_speech_started",
+        "user_speech_stopped",
         "user_turn_completed",
         "agent_turn_completed",
         "remote_hangup",

@@ -33,6 +33,7 @@ from livekit.agents.voice import (
 from livekit.agents.voice.speech_handle import SpeechHandle
 
 from .messages import (
+    URGENT_KINDS,
     AgentSentence,
     AgentSpeechStarted,
     AgentTurnCompleted,
@@ -132,6 +133,7 @@ class CallAgent(Agent):
         self._call_id = call_id
         self._turns = 0
         self.blocked_say: str | None = None
+        self.latest_created_run: str | None = None
 
     async def on_user_turn_completed(
         self, turn_ctx: llm.ChatContext, new_message: llm.ChatMessage
@@ -157,10 +159,7 @@ class CallAgent(Agent):
         self, chat_ctx: llm.ChatContext, tools: list[llm.Tool], model_settings: Any
     ) -> AsyncIterable[llm.ChatChunk | str]:
         upstream = Agent.default.llm_node(self, chat_ctx, tools, model_settings)
-        # The running speech handle is only reachable through the session's public
-        # current_speech; preemptive generation is off, so it is this reply's handle.
-        handle = self.session.current_speech
-        run_id = handle.id if handle is not None else "run_unknown"
+        run_id = _reply_run_id(self.latest_created_run)
         gate = SentenceGate(run_id=run_id, check=self._check_sentence)
         return gate.process(_as_async_iter(upstream))
 
@@ -178,6 +177,27 @@ class CallAgent(Agent):
         return True
 
 
+def _reply_run_id(fallback: str | None) -> str:
+    """The id of the speech handle this LLM generation belongs to.
+
+    livekit offers no public accessor for the reply's speech handle inside
+    ``llm_node``. Its reply task carries the handle in the context variable
+    ``agent_activity._SpeechHandleContextVar`` (livekit's own ``Agent`` code reads
+    it the same way), so we read it; if that private name ever disappears we
+    fall back to the most recently created handle (``speech_created`` fires just
+    before livekit starts the reply task).
+    """
+    try:
+        from livekit.agents.voice.agent_activity import _SpeechHandleContextVar
+
+        handle = _SpeechHandleContextVar.get(None)
+    except ImportError:  # pragma: no cover - depends on the livekit version
+        handle = None
+    if handle is not None:
+        return str(handle.id)
+    return fallback or "run_unknown"
+
+
 async def _as_async_iter(obj: Any) -> AsyncIterator[Any]:
     if asyncio.iscoroutine(obj):
         obj = await obj
@@ -193,7 +213,7 @@ async def _as_async_iter(obj: Any) -> AsyncIterator[Any]:
 class SessionActor(Actor):
     """Wraps one AgentSession; publishes its events and obeys controller commands."""
 
-    urgent_kinds = frozenset({"interrupt_run", "hang_up"})
+    urgent_kinds = URGENT_KINDS
 
     def __init__(
         self,
@@ -330,6 +350,8 @@ class SessionActor(Actor):
     def _on_speech_created(self, ev: SpeechCreatedEvent) -> None:
         handle = ev.speech_handle
         self._handles[handle.id] = handle
+        if self.agent is not None:
+            self.agent.latest_created_run = handle.id
         started = self._now()
         handle.add_done_callback(lambda h: self._on_speech_done(h, started))
 

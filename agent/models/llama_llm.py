@@ -12,6 +12,7 @@ already in the chat context are left out of the prompt.
 from __future__ import annotations
 
 import asyncio
+import re
 import importlib.util
 import logging
 import threading
@@ -67,6 +68,9 @@ class LlamaOptions:
         temperature: default sampling temperature.
         seed: sampling seed per request, so a replay of the same prompt gives the same
             reply; ``None`` for llama.cpp's random seed.
+        max_sentences: stop generating after this many complete sentences (``None``:
+            no limit). A 135M model ignores "keep it short" in its prompt; on a phone
+            two sentences is a turn, and the caller should get a chance to speak.
     """
 
     model_path: str | None = None
@@ -75,6 +79,7 @@ class LlamaOptions:
     max_tokens: int = 48
     temperature: float = 0.2
     seed: int | None = 0
+    max_sentences: int | None = 2
 
 
 @dataclass
@@ -225,6 +230,17 @@ class LlamaLLM(llm.LLM):
 
 
 _DONE = object()
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*(?=\s|$)")
+
+
+def _complete_sentences(text: str) -> int:
+    """Sentences ended so far (an ending needs at least 8 characters before it)."""
+    count, start = 0, 0
+    for m in _SENTENCE_END.finditer(text):
+        if len(text[start : m.start()].strip()) >= 8:
+            count += 1
+            start = m.end()
+    return count
 
 
 class LlamaStream(llm.LLMStream):
@@ -263,6 +279,7 @@ class LlamaStream(llm.LLMStream):
 
         fut = loop.run_in_executor(None, self._generate_blocking, messages, stop, emit)
         try:
+            text = ""
             while (item := await queue.get()) is not _DONE:
                 assert isinstance(item, str)
                 self._event_ch.send_nowait(
@@ -271,6 +288,11 @@ class LlamaStream(llm.LLMStream):
                         delta=llm.ChoiceDelta(role="assistant", content=item),
                     )
                 )
+                text += item
+                limit = self._opts.max_sentences
+                if limit is not None and _complete_sentences(text) >= limit:
+                    stop.set()  # the thread stops at its next token
+                    break
             usage = await fut
             self._event_ch.send_nowait(llm.ChatChunk(id=request_id, usage=usage))
         finally:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..config import AgentConfig
+from ..config import AgentConfig, ConfigError
 from ..models.registry import ModelConfigError, UnknownModelError
 from ..runtime import clock
 from .format import RecordedCall
@@ -28,15 +28,25 @@ def run_replay(
     record_dir: Path | None,
     json_out: bool,
     jsonl_path: Path | None = None,
+    config_source: str = "config",
 ) -> int:
     """Replay ``calls``; returns the exit status (0 all ok, 1 any failed, 2 bad input)."""
     console = Console(stderr=json_out)
+    errors = Console(stderr=True, soft_wrap=True)
     options = ReplayOptions(text_only=text_only, record_dir=record_dir)
     replayer = Replayer(config, options)
+    # check every call's `agent:` overrides before anything runs: bad input exits 2
+    for call in calls:
+        try:
+            config.with_overrides(call.agent, source=str(call.source_path or call.name))
+        except ConfigError as exc:
+            errors.print(f"[red]error:[/red] {exc}", highlight=False)
+            return 2
     try:
         replayer.models()
     except (UnknownModelError, ModelConfigError) as exc:
-        Console(stderr=True).print(f"[red]error:[/red] config: {exc}", highlight=False)
+        key = _model_key(str(exc), config)
+        errors.print(f"[red]error:[/red] {config_source}: {key}: {exc}", highlight=False)
         return 2
     results: list[ReplayedCall] = []
     jsonl = jsonl_path.open("w", encoding="utf-8") if jsonl_path else None
@@ -101,3 +111,11 @@ def _summary(results: list[ReplayedCall]) -> Table:
             speedup,
         )
     return table
+
+
+def _model_key(message: str, config: AgentConfig) -> str:
+    """Which ``models.*`` key a model error is about (the one whose string it names)."""
+    for key, value in config.models.model_dump().items():
+        if isinstance(value, str) and value and value in message:
+            return f"models.{key}"
+    return "models"

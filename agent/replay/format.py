@@ -26,6 +26,8 @@ from pydantic import (
 )
 
 SPEECH_SECONDS_PER_CHAR = 0.065
+#: Tones are rendered at the replay's 16 kHz audio rate, so they must stay below 8 kHz.
+MAX_TONE_HZ = 8000.0
 """Estimated speech duration per character of a ``say`` text (``--text-only``)."""
 
 Direction = Literal["outbound", "inbound"]
@@ -35,8 +37,15 @@ AmdCategory = Literal[
     "human", "machine-vm", "machine-unavailable", "machine-ivr", "machine-screening", "uncertain"
 ]
 Disposition = Literal[
-    "completed", "voicemail", "unavailable", "busy", "no-answer", "rejected", "failed",
-    "transferred", "error",
+    "completed",
+    "voicemail",
+    "unavailable",
+    "busy",
+    "no-answer",
+    "rejected",
+    "failed",
+    "transferred",
+    "error",
 ]
 GuardrailHook = Literal["on_user_turn", "on_agent_sentence", "on_agent_turn"]
 GuardrailAction = Literal["allow", "block", "steer"]
@@ -112,8 +121,11 @@ def _frequencies(value: Any) -> Any:
         raise ValueError(
             f"expected a frequency in Hz (number or list of numbers), got {describe_value(value)}"
         )
-    if not all(x > 0 for x in values):
-        raise ValueError(f"expected frequencies above 0 Hz, got {describe_value(value)}")
+    if not all(0 < x < MAX_TONE_HZ for x in values):
+        raise ValueError(
+            f"expected frequencies between 0 and {MAX_TONE_HZ:g} Hz (exclusive), "
+            f"got {describe_value(value)}"
+        )
     return tuple(float(x) for x in values)
 
 
@@ -424,12 +436,16 @@ class RecordedCall(_Model):
                 raise FormatProblem(
                     f"{segment.at:g} is earlier than callee[{last_at[0]}].at ({last_at[1]:g}); "
                     "segments play in order",
-                    "callee", index, "at",
+                    "callee",
+                    index,
+                    "at",
                 )
             if segment.at >= self.max_seconds:
                 raise FormatProblem(
                     f"{segment.at:g} is not before max_seconds ({self.max_seconds:g})",
-                    "callee", index, "at",
+                    "callee",
+                    index,
+                    "at",
                 )
             last_at = (index, segment.at)
         return self

@@ -164,7 +164,10 @@ _SIMPLE_MESSAGES = {
     "path_type": "expected a file path",
 }
 _BOUNDS = {
-    "greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="
+    "greater_than": ">",
+    "greater_than_equal": ">=",
+    "less_than": "<",
+    "less_than_equal": "<=",
 }
 
 

@@ -152,7 +152,7 @@ class Actor:
     def interrupt_data(self) -> int:
         """Cancel the data handler in flight and drop queued data messages.
 
-        Queued asks fail with :class:`ActorStopped`-free cancellation. Returns
+        The askers of dropped messages see their ask cancelled (``CancelledError``). Returns
         the number of messages dropped. Call from an urgent handler.
         """
         dropped = 0
@@ -272,4 +272,3 @@ class _suppress_full:
 
     def __exit__(self, et: Any, ev: Any, tb: Any) -> bool:
         return et is asyncio.QueueFull
-

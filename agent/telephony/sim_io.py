@@ -163,6 +163,8 @@ class AgentAudioOutput(io.AudioOutput):
             self._interrupted = False
             self._chunks = []
             self.on_playback_started(created_at=now)
+        # a frame that arrives after the queued audio ran out starts playing now
+        self._cursor = max(self._cursor, now)
         if self._on_played is not None:
             samples = from_int16(np.frombuffer(bytes(frame.data), dtype=np.int16))
             if frame.num_channels > 1:
@@ -241,7 +243,7 @@ class TranscriptFeedSTT(stt.STT):
     """
 
     def __init__(self) -> None:
-        super().__init__(capabilities=stt.STTCapabilities(streaming=True, interim_results=False))
+        super().__init__(capabilities=stt.STTCapabilities(streaming=True, interim_results=True))
         self._streams: list[_FeedStream] = []
 
     @property
@@ -284,6 +286,14 @@ class TranscriptFeedSTT(stt.STT):
             stt.SpeechEvent(
                 type=stt.SpeechEventType.FINAL_TRANSCRIPT,
                 alternatives=[stt.SpeechData(language="en", text=text, confidence=1.0)],  # type: ignore[arg-type]
+            )
+        )
+
+    def interim_transcript(self, text: str) -> None:
+        self._emit(
+            stt.SpeechEvent(
+                type=stt.SpeechEventType.INTERIM_TRANSCRIPT,
+                alternatives=[stt.SpeechData(language="en", text=text, confidence=0.5)],  # type: ignore[arg-type]
             )
         )
 

@@ -47,6 +47,8 @@ logger = logging.getLogger("agent.simulator")
 __all__ = ["CallSimulator", "PreparedSegment", "SpeechSynth"]
 
 SpeechSynth = Callable[[str, int], np.ndarray]
+#: Text-only replays deliver an interim transcript this long after the callee starts.
+INTERIM_AFTER = 0.4
 
 
 @dataclass
@@ -71,7 +73,7 @@ class _Observed:
     """Agent events the triggers wait for, as (loop time, value)."""
 
     speech_starts: list[float] = field(default_factory=list)
-    turn_ends: list[float] = field(default_factory=list)
+    turn_ends: list[tuple[float, bool]] = field(default_factory=list)  # (time, interrupted)
     dtmf: list[tuple[float, str]] = field(default_factory=list)
 
 
@@ -237,7 +239,16 @@ class CallSimulator:
             self.feed_stt.speech_started()
         if len(seg.audio):
             self.audio_input.play(seg.audio)
-        await asyncio.sleep(seg.seconds)
+        if speaking and seg.text and seg.seconds > 2 * INTERIM_AFTER:
+            # like a streaming STT: the first words arrive while the callee is still talking
+            assert self.feed_stt is not None
+            await asyncio.sleep(INTERIM_AFTER)
+            words = seg.text.split()
+            heard = max(1, int(len(words) * INTERIM_AFTER / seg.seconds))
+            self.feed_stt.interim_transcript(" ".join(words[:heard]))
+            await asyncio.sleep(seg.seconds - INTERIM_AFTER)
+        else:
+            await asyncio.sleep(seg.seconds)
         if speaking:
             assert self.feed_stt is not None
             if seg.text:
@@ -277,7 +288,10 @@ class CallSimulator:
     def _fired(self, seg: PreparedSegment, since: float) -> float | None:
         obs = self._observed
         if seg.trigger == "agent_turn":
-            return next((t for t in obs.turn_ends if t >= since), None)
+            # a turn cut short (by the callee or otherwise) did not finish playing
+            return next(
+                (t for t, interrupted in obs.turn_ends if t >= since and not interrupted), None
+            )
         if seg.trigger == "agent_speech_start":
             return next((t for t in obs.speech_starts if t >= since), None)
         if seg.trigger == "dtmf":
@@ -288,8 +302,8 @@ class CallSimulator:
                 if seg.digits is None:
                     return t
                 sent += digits
-                if seg.digits in sent:
-                    return t
+                if sent == seg.digits:
+                    return t  # exactly those digits since the segment was armed
             return None
         raise ValueError(f"unknown trigger {seg.trigger!r}")
 
@@ -297,8 +311,8 @@ class CallSimulator:
         match msg:
             case AgentSpeechStarted(at=at):
                 self._observed.speech_starts.append(at)
-            case AgentTurnCompleted(at=at):
-                self._observed.turn_ends.append(at)
+            case AgentTurnCompleted(at=at, interrupted=interrupted):
+                self._observed.turn_ends.append((at, interrupted))
             case DtmfSent(at=at, digits=digits):
                 self._observed.dtmf.append((at, digits))
         self._changed.set()
