@@ -1,0 +1,76 @@
+"""SentenceGate: released text is exactly the LLM's text; a block stops everything after it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from livekit.agents import llm
+
+from agent.sentences import SentenceGate, split_sentences
+
+
+async def _stream(pieces: list[object]) -> AsyncIterator[object]:
+    for p in pieces:
+        yield p
+
+
+def test_split_keeps_whitespace_and_merges_short_fragments() -> None:
+    done, rest = split_sentences("Hi. How are you today? I am", final=False)
+    assert done == ["Hi. How are you today? "]
+    assert rest == "I am"
+    done, rest = split_sentences("Fine.", final=True)
+    assert done == ["Fine."] and rest == ""
+
+
+async def test_released_text_is_exactly_what_the_llm_produced() -> None:
+    text = "Hello there, Dana!  This is Sam from Acme.\nCan you talk now?  Great"
+    pieces = [text[i : i + 3] for i in range(0, len(text), 3)]
+    seen: list[tuple[int, str]] = []
+
+    async def allow(run_id: str, index: int, sentence: str) -> bool:
+        seen.append((index, sentence))
+        return True
+
+    gate = SentenceGate(run_id="speech_1", check=allow)
+    out = [x async for x in gate.process(_stream(pieces))]
+    assert "".join(out) == text
+    assert [i for i, _ in seen] == [0, 1, 2, 3]
+    assert seen[0][1] == "Hello there, Dana!  "
+
+
+async def test_a_blocked_sentence_stops_the_stream_and_tool_calls_after_it() -> None:
+    tool = llm.ChatChunk(
+        id="x",
+        delta=llm.ChoiceDelta(
+            role="assistant",
+            tool_calls=[llm.FunctionToolCall(name="transfer", arguments="{}", call_id="c1")],
+        ),
+    )
+    pieces: list[object] = ["First sentence is fine. ", "Second one is secret. ", tool, "More."]
+
+    async def block_secret(run_id: str, index: int, sentence: str) -> bool:
+        return "secret" not in sentence
+
+    gate = SentenceGate(run_id="speech_2", check=block_secret)
+    out = [x async for x in gate.process(_stream(pieces))]
+    assert out == ["First sentence is fine. "]
+    assert gate.blocked and gate.released == ["First sentence is fine. "]
+
+
+async def test_tool_call_chunks_pass_through_unchanged() -> None:
+    tool = llm.ChatChunk(
+        id="x",
+        delta=llm.ChoiceDelta(
+            role="assistant",
+            tool_calls=[llm.FunctionToolCall(name="lookup", arguments="{}", call_id="c2")],
+        ),
+    )
+
+    async def allow(run_id: str, index: int, sentence: str) -> bool:
+        return True
+
+    gate = SentenceGate(run_id="speech_3", check=allow)
+    out = [x async for x in gate.process(_stream(["Let me check that for you. ", tool]))]
+    assert out[0] == "Let me check that for you. "
+    assert isinstance(out[1], llm.ChatChunk) and out[1].delta is not None
+    assert out[1].delta.tool_calls[0].name == "lookup"
