@@ -1,7 +1,8 @@
 """SentenceGate: splits the LLM text stream into sentences and releases each after a check.
 
 The released text is exactly what the LLM produced (whitespace included); only
-the grouping changes. Tool-call chunks pass through untouched. When a check
+the grouping changes. Tool-call chunks pass through untouched. After each released sentence the gate
+yields livekit's ``FlushSentinel`` so TTS starts on it at once. When a check
 blocks a sentence, nothing more is released and the upstream LLM stream is
 closed, so no later text or tool call escapes.
 """
@@ -13,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from livekit.agents import llm
+from livekit.agents.types import FlushSentinel
 
 __all__ = ["SentenceGate", "split_sentences"]
 
@@ -66,6 +68,9 @@ class SentenceGate:
                 return
             self.released.append(sentence)
             yield sentence
+            # end the TTS segment here: livekit's sentence tokenizer would otherwise
+            # hold this sentence back until the next one starts (lookahead)
+            yield FlushSentinel()
 
     async def process(self, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """Yield what ``upstream`` yields, text regrouped into checked sentences."""

@@ -124,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         rows = clock.run(measure(calls, config, text_only=args.text_only), virtual=False)
-    except (UnknownModelError, ModelConfigError) as exc:
-        print(f"error: config: {exc}", file=sys.stderr)
+    except (ConfigError, UnknownModelError, ModelConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     every = [x for row in rows for x in row.latencies]
     medians = [statistics.median(row.latencies) for row in rows if row.latencies]

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -40,13 +41,15 @@ def run_replay(
         try:
             config.with_overrides(call.agent, source=str(call.source_path or call.name))
         except ConfigError as exc:
-            errors.print(f"[red]error:[/red] {exc}", highlight=False)
+            errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
             return 2
     try:
         replayer.models()
     except (UnknownModelError, ModelConfigError) as exc:
         key = _model_key(str(exc), config)
-        errors.print(f"[red]error:[/red] {config_source}: {key}: {exc}", highlight=False)
+        errors.print(
+            f"[red]error:[/red] {escape(f'{config_source}: {key}: {exc}')}", highlight=False
+        )
         return 2
     results: list[ReplayedCall] = []
     jsonl = jsonl_path.open("w", encoding="utf-8") if jsonl_path else None
@@ -75,7 +78,7 @@ def run_replay(
                     jsonl.flush()
                 if not json_out:
                     mark = "[green]ok[/green]" if replayed.result.ok else "[red]FAIL[/red]"
-                    progress.console.print(f"{mark} {call.name}", highlight=False)
+                    progress.console.print(f"{mark} {escape(call.name)}", highlight=False)
                 progress.update(task, advance=1)
 
             return await replayer.replay_all(calls, on_result)

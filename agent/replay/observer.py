@@ -119,7 +119,8 @@ class CallObserver:
             run = self._runs[run_id]
             if run.start is None:
                 continue  # a reply that never made a sound is not a turn
-            end = run.end if run.end is not None else self.ended.at
+            # a reply still playing when the line dropped ends with the call
+            end = min(run.end if run.end is not None else self.ended.at, self.ended.at)
             first_audio = run.start if first_audio is None else min(first_audio, run.start)
             turns.append(
                 (

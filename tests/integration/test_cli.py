@@ -121,10 +121,6 @@ def test_malformed_call_in_a_folder_is_named_by_its_own_path(tmp_path: Path) -> 
     assert f"{bad}:6:" in message and "callee[0].colour" in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent/cli.py _fail prints the message as rich markup: '[v2]' in a path is eaten",
-)
 def test_error_message_keeps_brackets_in_the_path(tmp_path: Path) -> None:
     call = write(tmp_path / "suite[v2]" / "bad.call.yaml", UNKNOWN_KEY)
     proc = run_cli("replay", call, "--text-only")
@@ -183,11 +179,6 @@ def test_missing_config_exits_2_naming_it(tmp_path: Path) -> None:
     assert str(config) in one_line(proc.stderr)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent/replay/cli_run.py: an unknown model string is reported as 'config: ...' "
-    "without the file or the key, wrapped over two lines",
-)
 def test_unknown_model_in_config_exits_2_naming_file_and_key(tmp_path: Path) -> None:
     config = write(tmp_path / "agent.yaml", "models:\n  llm: nosuch/model\n")
     proc = run_cli("replay", CALLS / "outbound-busy.call.yaml", "--text-only", "--config", config)

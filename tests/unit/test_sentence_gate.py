@@ -6,7 +6,13 @@ from collections.abc import AsyncIterator
 
 from livekit.agents import llm
 
+from livekit.agents.types import FlushSentinel
+
 from agent.sentences import SentenceGate, split_sentences
+
+
+def _no_flush(items: list[object]) -> list[object]:
+    return [x for x in items if not isinstance(x, FlushSentinel)]
 
 
 async def _stream(pieces: list[object]) -> AsyncIterator[object]:
@@ -32,8 +38,11 @@ async def test_released_text_is_exactly_what_the_llm_produced() -> None:
         return True
 
     gate = SentenceGate(run_id="speech_1", check=allow)
-    out = [x async for x in gate.process(_stream(pieces))]
-    assert "".join(out) == text
+    raw = [x async for x in gate.process(_stream(pieces))]
+    out = _no_flush(raw)
+    assert "".join(out) == text  # type: ignore[arg-type]
+    # each sentence is followed by a flush so TTS starts on it without lookahead
+    assert [type(x).__name__ for x in raw] == ["str", "FlushSentinel"] * 4
     assert [i for i, _ in seen] == [0, 1, 2, 3]
     assert seen[0][1] == "Hello there, Dana!  "
 
@@ -52,7 +61,7 @@ async def test_a_blocked_sentence_stops_the_stream_and_tool_calls_after_it() -> 
         return "secret" not in sentence
 
     gate = SentenceGate(run_id="speech_2", check=block_secret)
-    out = [x async for x in gate.process(_stream(pieces))]
+    out = _no_flush([x async for x in gate.process(_stream(pieces))])
     assert out == ["First sentence is fine. "]
     assert gate.blocked and gate.released == ["First sentence is fine. "]
 
@@ -70,7 +79,7 @@ async def test_tool_call_chunks_pass_through_unchanged() -> None:
         return True
 
     gate = SentenceGate(run_id="speech_3", check=allow)
-    out = [x async for x in gate.process(_stream(["Let me check that for you. ", tool]))]
+    out = _no_flush([x async for x in gate.process(_stream(["Let me check that for you. ", tool]))])
     assert out[0] == "Let me check that for you. "
     assert isinstance(out[1], llm.ChatChunk) and out[1].delta is not None
     assert out[1].delta.tool_calls[0].name == "lookup"
