@@ -33,6 +33,7 @@ test-fast: install
 
 lint: install
 	$(BIN)/ruff check agent amd guardrails tests bench
+	$(BIN)/ruff format --check agent amd guardrails tests bench
 
 types: install
 	$(BIN)/mypy

@@ -12,9 +12,9 @@ already in the chat context are left out of the prompt.
 from __future__ import annotations
 
 import asyncio
-import re
 import importlib.util
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable

@@ -124,12 +124,35 @@ def test_call_suite_covers_every_trigger_payload_answer_and_line() -> None:
     found = set().union(*(_features(call) for call in load_paths([CALLS])))
 
     assert found >= {
-        "at", "after:previous", "after:agent_turn", "after:agent_speech_start",
-        "dtmf-any", "dtmf-digits", "gap", "timeout",
-        "say", "say+audio", "stereo-44k", "audio", "tone", "tone-dual", "silence", "dtmf", "hangup",
-        "answer:answered", "answer:busy", "answer:no-answer", "answer:failed", "answer:rejected",
-        "direction:inbound", "direction:outbound",
-        "line:none", "codec:none", "codec:pcmu", "codec:pcma", "noise",
+        "at",
+        "after:previous",
+        "after:agent_turn",
+        "after:agent_speech_start",
+        "dtmf-any",
+        "dtmf-digits",
+        "gap",
+        "timeout",
+        "say",
+        "say+audio",
+        "stereo-44k",
+        "audio",
+        "tone",
+        "tone-dual",
+        "silence",
+        "dtmf",
+        "hangup",
+        "answer:answered",
+        "answer:busy",
+        "answer:no-answer",
+        "answer:failed",
+        "answer:rejected",
+        "direction:inbound",
+        "direction:outbound",
+        "line:none",
+        "codec:none",
+        "codec:pcmu",
+        "codec:pcma",
+        "noise",
     } - {"codec:none"}
 
 
@@ -146,7 +169,8 @@ def test_audio_fixtures_are_small_and_all_used() -> None:
 def test_typed_accessors_and_defaults(tmp_path: Path) -> None:
     (tmp_path / "hello.wav").write_bytes((CALLS / "audio" / "sam-intro-8k.wav").read_bytes())
     path = tmp_path / "doc.call.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         name: doc.example_1
         callee:
           - at: 0.6
@@ -161,7 +185,8 @@ def test_typed_accessors_and_defaults(tmp_path: Path) -> None:
           - after: agent_speech_start
             gap: 0.8
             hangup: true
-    """))
+    """)
+    )
 
     call = load_call(path)
 
@@ -189,67 +214,206 @@ def test_estimated_speech_seconds() -> None:
 
 # (id, file body, line, key, a fragment of the message); lines are 1-based.
 MALFORMED = [
-    ("missing-trigger", "name: c\ncallee:\n  - at: 1\n    say: hi\n  - say: again\n",
-     5, "callee[1]", "no trigger"),
-    ("two-triggers", "name: c\ncallee:\n  - at: 1\n    after: previous\n    say: hi\n",
-     4, "callee[0].after", "two triggers"),
-    ("two-payloads", "name: c\ncallee:\n  - at: 1\n    say: hi\n    tone: {hz: 440, seconds: 1}\n",
-     5, "callee[0].tone", "two payloads ('say' and 'tone')"),
+    (
+        "missing-trigger",
+        "name: c\ncallee:\n  - at: 1\n    say: hi\n  - say: again\n",
+        5,
+        "callee[1]",
+        "no trigger",
+    ),
+    (
+        "two-triggers",
+        "name: c\ncallee:\n  - at: 1\n    after: previous\n    say: hi\n",
+        4,
+        "callee[0].after",
+        "two triggers",
+    ),
+    (
+        "two-payloads",
+        "name: c\ncallee:\n  - at: 1\n    say: hi\n    tone: {hz: 440, seconds: 1}\n",
+        5,
+        "callee[0].tone",
+        "two payloads ('say' and 'tone')",
+    ),
     ("no-payload", "name: c\ncallee:\n  - at: 1\n", 3, "callee[0]", "no payload"),
-    ("unknown-key", "name: c\ncallee:\n  - at: 1\n    tones: {hz: 440, seconds: 1}\n",
-     4, "callee[0].tones", "did you mean 'tone'?"),
-    ("unknown-top-key", "name: c\nmax_second: 30\n",
-     2, "max_second", "did you mean 'max_seconds'?"),
-    ("bad-tone-hz", "name: c\ncallee:\n  - at: 1\n    tone:\n      hz: loud\n      seconds: 1\n",
-     5, "callee[0].tone.hz",
-     "expected a frequency in Hz (number or list of numbers), got 'loud'"),
-    ("tone-missing-seconds", "name: c\ncallee:\n  - at: 1\n    tone:\n      hz: 440\n",
-     4, "callee[0].tone.seconds", "required key 'seconds' is missing"),
-    ("gap-without-after", "name: c\ncallee:\n  - at: 1\n    gap: 0.5\n    say: hi\n",
-     4, "callee[0].gap", "only goes with an 'after:' trigger"),
-    ("digits-without-dtmf", "name: c\ncallee:\n  - after: previous\n    digits: '2'\n    say: hi\n",
-     4, "callee[0].digits", "only goes with 'after: dtmf'"),
-    ("at-wrong-type", "name: c\ncallee:\n  - at: soon\n    say: hi\n",
-     3, "callee[0].at", "expected a number, got 'soon'"),
-    ("at-negative", "name: c\ncallee:\n  - at: -1\n    say: hi\n",
-     3, "callee[0].at", "expected a number >= 0, got -1"),
+    (
+        "unknown-key",
+        "name: c\ncallee:\n  - at: 1\n    tones: {hz: 440, seconds: 1}\n",
+        4,
+        "callee[0].tones",
+        "did you mean 'tone'?",
+    ),
+    (
+        "unknown-top-key",
+        "name: c\nmax_second: 30\n",
+        2,
+        "max_second",
+        "did you mean 'max_seconds'?",
+    ),
+    (
+        "bad-tone-hz",
+        "name: c\ncallee:\n  - at: 1\n    tone:\n      hz: loud\n      seconds: 1\n",
+        5,
+        "callee[0].tone.hz",
+        "expected a frequency in Hz (number or list of numbers), got 'loud'",
+    ),
+    (
+        "tone-missing-seconds",
+        "name: c\ncallee:\n  - at: 1\n    tone:\n      hz: 440\n",
+        4,
+        "callee[0].tone.seconds",
+        "required key 'seconds' is missing",
+    ),
+    (
+        "gap-without-after",
+        "name: c\ncallee:\n  - at: 1\n    gap: 0.5\n    say: hi\n",
+        4,
+        "callee[0].gap",
+        "only goes with an 'after:' trigger",
+    ),
+    (
+        "digits-without-dtmf",
+        "name: c\ncallee:\n  - after: previous\n    digits: '2'\n    say: hi\n",
+        4,
+        "callee[0].digits",
+        "only goes with 'after: dtmf'",
+    ),
+    (
+        "at-wrong-type",
+        "name: c\ncallee:\n  - at: soon\n    say: hi\n",
+        3,
+        "callee[0].at",
+        "expected a number, got 'soon'",
+    ),
+    (
+        "at-negative",
+        "name: c\ncallee:\n  - at: -1\n    say: hi\n",
+        3,
+        "callee[0].at",
+        "expected a number >= 0, got -1",
+    ),
     ("bad-name", "# a comment\nname: Bad Name\n", 2, "name", "got 'Bad Name'"),
-    ("missing-name", "# a comment\ndescription: no name\ncallee: []\n",
-     2, "name", "required key 'name' is missing"),
-    ("unknown-after", "name: c\ncallee:\n  - after: agent_turns\n    say: hi\n",
-     3, "callee[0].after", "did you mean 'agent_turn'?"),
-    ("dtmf-number", "name: c\ncallee:\n  - at: 1\n    dtmf: 12\n",
-     4, "callee[0].dtmf", "quoted string"),
-    ("dtmf-bad-key", "name: c\ncallee:\n  - at: 1\n    dtmf: '12x'\n",
-     4, "callee[0].dtmf", "got '12x'"),
-    ("hangup-false", "name: c\ncallee:\n  - at: 1\n    hangup: false\n",
-     4, "callee[0].hangup", "hangup: true"),
-    ("missing-audio", "name: c\ncallee:\n  - at: 1\n    say: hi\n    audio: nope.wav\n",
-     5, "callee[0].audio", "audio file not found: 'nope.wav'"),
-    ("amd-wait", "name: c\nexpect:\n  disposition: completed\n  amd: wait\n",
-     4, "expect.amd", "'wait' is never a final"),
-    ("stages-disagree", "name: c\nexpect:\n  amd: human\n  amd_stages: [machine-screening]\n",
-     4, "expect.amd_stages", "must be the final category"),
-    ("guardrail-typo", "name: c\nexpect:\n  guardrail:\n    blocked_user_turn: 0\n",
-     4, "expect.guardrail.blocked_user_turn", "did you mean 'blocked_user_turns'?"),
-    ("bad-disposition", "name: c\nexpect:\n  disposition: done\n",
-     3, "expect.disposition", "expected 'completed', 'voicemail'"),
-    ("inbound-answer", "name: c\ndirection: inbound\nanswer:\n  status: busy\n",
-     3, "answer", "only applies to outbound"),
-    ("unanswered-callee", "name: c\nanswer: {status: busy}\ncallee:\n  - at: 1\n    say: hi\n",
-     3, "callee", "never answered"),
-    ("after-hangup", "name: c\ncallee:\n  - at: 1\n    hangup: true\n  - at: 2\n    say: hi\n",
-     5, "callee[1]", "nothing can follow the hangup"),
-    ("at-out-of-order", "name: c\ncallee:\n  - at: 5\n    say: hi\n  - at: 2\n    say: yo\n",
-     5, "callee[1].at", "earlier than callee[0].at"),
-    ("at-beyond-max", "name: c\nmax_seconds: 10\ncallee:\n  - at: 12\n    say: hi\n",
-     4, "callee[0].at", "not before max_seconds (10)"),
+    (
+        "missing-name",
+        "# a comment\ndescription: no name\ncallee: []\n",
+        2,
+        "name",
+        "required key 'name' is missing",
+    ),
+    (
+        "unknown-after",
+        "name: c\ncallee:\n  - after: agent_turns\n    say: hi\n",
+        3,
+        "callee[0].after",
+        "did you mean 'agent_turn'?",
+    ),
+    (
+        "dtmf-number",
+        "name: c\ncallee:\n  - at: 1\n    dtmf: 12\n",
+        4,
+        "callee[0].dtmf",
+        "quoted string",
+    ),
+    (
+        "dtmf-bad-key",
+        "name: c\ncallee:\n  - at: 1\n    dtmf: '12x'\n",
+        4,
+        "callee[0].dtmf",
+        "got '12x'",
+    ),
+    (
+        "hangup-false",
+        "name: c\ncallee:\n  - at: 1\n    hangup: false\n",
+        4,
+        "callee[0].hangup",
+        "hangup: true",
+    ),
+    (
+        "missing-audio",
+        "name: c\ncallee:\n  - at: 1\n    say: hi\n    audio: nope.wav\n",
+        5,
+        "callee[0].audio",
+        "audio file not found: 'nope.wav'",
+    ),
+    (
+        "amd-wait",
+        "name: c\nexpect:\n  disposition: completed\n  amd: wait\n",
+        4,
+        "expect.amd",
+        "'wait' is never a final",
+    ),
+    (
+        "stages-disagree",
+        "name: c\nexpect:\n  amd: human\n  amd_stages: [machine-screening]\n",
+        4,
+        "expect.amd_stages",
+        "must be the final category",
+    ),
+    (
+        "guardrail-typo",
+        "name: c\nexpect:\n  guardrail:\n    blocked_user_turn: 0\n",
+        4,
+        "expect.guardrail.blocked_user_turn",
+        "did you mean 'blocked_user_turns'?",
+    ),
+    (
+        "bad-disposition",
+        "name: c\nexpect:\n  disposition: done\n",
+        3,
+        "expect.disposition",
+        "expected 'completed', 'voicemail'",
+    ),
+    (
+        "inbound-answer",
+        "name: c\ndirection: inbound\nanswer:\n  status: busy\n",
+        3,
+        "answer",
+        "only applies to outbound",
+    ),
+    (
+        "unanswered-callee",
+        "name: c\nanswer: {status: busy}\ncallee:\n  - at: 1\n    say: hi\n",
+        3,
+        "callee",
+        "never answered",
+    ),
+    (
+        "after-hangup",
+        "name: c\ncallee:\n  - at: 1\n    hangup: true\n  - at: 2\n    say: hi\n",
+        5,
+        "callee[1]",
+        "nothing can follow the hangup",
+    ),
+    (
+        "at-out-of-order",
+        "name: c\ncallee:\n  - at: 5\n    say: hi\n  - at: 2\n    say: yo\n",
+        5,
+        "callee[1].at",
+        "earlier than callee[0].at",
+    ),
+    (
+        "at-beyond-max",
+        "name: c\nmax_seconds: 10\ncallee:\n  - at: 12\n    say: hi\n",
+        4,
+        "callee[0].at",
+        "not before max_seconds (10)",
+    ),
     ("line-codec", "name: c\nline:\n  codec: g729\n", 3, "line.codec", "got 'g729'"),
-    ("tone-not-mapping", "name: c\ncallee:\n  - at: 1\n    tone: 440\n",
-     4, "callee[0].tone", "expected a mapping of keys (hz, seconds, level_db), got 440"),
-    ("duplicate-key", "name: c\ncallee:\n  - at: 1\n    say: hi\n    say: again\n",
-     5, "callee[0].say", "duplicate key"),
-    ("yaml-syntax", "name: c\ncallee:\n  - at: 1\n    say: \"unclosed\n", 5, None, "invalid YAML"),
+    (
+        "tone-not-mapping",
+        "name: c\ncallee:\n  - at: 1\n    tone: 440\n",
+        4,
+        "callee[0].tone",
+        "expected a mapping of keys (hz, seconds, level_db), got 440",
+    ),
+    (
+        "duplicate-key",
+        "name: c\ncallee:\n  - at: 1\n    say: hi\n    say: again\n",
+        5,
+        "callee[0].say",
+        "duplicate key",
+    ),
+    ("yaml-syntax", 'name: c\ncallee:\n  - at: 1\n    say: "unclosed\n', 5, None, "invalid YAML"),
     ("yaml-indent", "name: c\ncallee:\n  - at: 1\n   say: hi\n", 4, None, "invalid YAML"),
     ("not-a-mapping", "- name: c\n", 1, None, "expected a mapping of keys"),
     ("empty-file", "# nothing\n", 1, None, "empty file"),
@@ -310,7 +474,9 @@ def test_duplicate_names_in_a_folder_name_both_files(tmp_path: Path) -> None:
         load_paths([tmp_path])
 
     assert (caught.value.file, caught.value.line, caught.value.key) == (
-        tmp_path / "b.call.yaml", 2, "name"
+        tmp_path / "b.call.yaml",
+        2,
+        "name",
     )
     assert str(tmp_path / "a.call.yaml") in caught.value.message
 
@@ -346,14 +512,16 @@ def test_bad_paths(tmp_path: Path, name: str, fragment: str) -> None:
 
 def test_yaml_anchors_and_merges_are_understood(tmp_path: Path) -> None:
     path = tmp_path / "x.call.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         name: x
         callee:
           - at: 1
             tone: &beep {hz: 1000, seconds: 0.5}
           - after: previous
             tone: {<<: *beep, hz: [350, 440]}
-    """))
+    """)
+    )
 
     call = load_call(path)
 

@@ -61,7 +61,10 @@ def _example_result() -> CallResult:
         ],
         guardrail=[
             GuardrailEvaluation(
-                hook="on_user_turn", at=2.1, action="steer", decisions={"resolved": 0.2},
+                hook="on_user_turn",
+                at=2.1,
+                action="steer",
+                decisions={"resolved": 0.2},
                 latency=0.004,
             )
         ],
@@ -103,7 +106,9 @@ def test_floats_are_rounded_to_three_decimals_and_booleans_kept() -> None:
         agent_first_audio_at=5.0004,
         guardrail=[
             GuardrailEvaluation(
-                hook="on_agent_sentence", at=2.0, action="allow",
+                hook="on_agent_sentence",
+                at=2.0,
+                action="allow",
                 decisions={"off_policy": 0.123456, "topic": "billing", "risky": False},
                 latency=0.0041,
             )
@@ -114,7 +119,9 @@ def test_floats_are_rounded_to_three_decimals_and_booleans_kept() -> None:
 
     assert (data["duration"], data["agent_first_audio_at"]) == (14.235, 5.0)
     assert data["guardrail"][0]["decisions"] == {
-        "off_policy": 0.123, "topic": "billing", "risky": False
+        "off_policy": 0.123,
+        "topic": "billing",
+        "risky": False,
     }
     assert data["guardrail"][0]["latency"] == 0.004
 
@@ -124,15 +131,15 @@ def test_never_answered_call_has_null_amd() -> None:
 
     assert json.loads(line)["amd"] is None
     with pytest.raises(ValidationError, match="amd must be null"):
-        CallResult(
-            name="busy", disposition="busy", duration=2.0, amd=AmdResult(category="human")
-        )
+        CallResult(name="busy", disposition="busy", duration=2.0, amd=AmdResult(category="human"))
 
 
 def test_ok_agrees_with_failures() -> None:
     with pytest.raises(ValidationError, match="ok must be true exactly when"):
         CallResult(
-            name="x", disposition="completed", duration=1.0,
+            name="x",
+            disposition="completed",
+            duration=1.0,
             failures=[Failure(key="disposition", expected="voicemail", actual="completed")],
         )
 
@@ -171,8 +178,11 @@ def test_evaluate_passes_when_everything_expected_happened() -> None:
         dtmf_sent="21",
         duration=30.0,
         guardrail=_guardrail(
-            ("on_user_turn", "block"), ("on_user_turn", "allow"), ("on_user_turn", "block"),
-            ("on_agent_sentence", "block"), ("on_agent_turn", "allow"),
+            ("on_user_turn", "block"),
+            ("on_user_turn", "allow"),
+            ("on_user_turn", "block"),
+            ("on_agent_sentence", "block"),
+            ("on_agent_turn", "allow"),
         ),
     )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from livekit.agents import llm
-
 from livekit.agents.types import FlushSentinel
 
 from agent.sentences import SentenceGate, split_sentences
