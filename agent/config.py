@@ -51,6 +51,11 @@ class TurnConfig(BaseModel):
     min_endpointing_delay: float = Field(default=0.5, ge=0.0, le=10.0)
     max_endpointing_delay: float = Field(default=3.0, ge=0.0, le=30.0)
     min_interruption_duration: float = Field(default=0.5, ge=0.0, le=10.0)
+    #: Silence the VAD needs before it reports the end of speech. The STT runs on
+    #: each VAD segment, so a window shorter than ``min_endpointing_delay`` lets
+    #: transcription overlap the endpointing wait; the turn still needs
+    #: ``min_endpointing_delay`` of silence to be committed.
+    vad_min_silence: float = Field(default=0.3, ge=0.05, le=5.0)
 
 
 class AgentConfig(BaseSettings):

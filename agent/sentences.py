@@ -1,8 +1,11 @@
 """SentenceGate: splits the LLM text stream into sentences and releases each after a check.
 
 The released text is exactly what the LLM produced (whitespace included); only
-the grouping changes. Tool-call chunks pass through untouched. After each released sentence the gate
-yields livekit's ``FlushSentinel`` so TTS starts on it at once. When a check
+the grouping changes. The first piece of a reply may be a clause rather than a
+whole sentence (see :func:`split_sentences`): on a 2-core machine it lets the
+first audio start a few hundred milliseconds sooner. Tool-call chunks pass
+through untouched. After each released sentence the gate yields livekit's
+``FlushSentinel`` so TTS starts on it at once. When a check
 blocks a sentence, nothing more is released and the upstream LLM stream is
 closed, so no later text or tool call escapes.
 """
@@ -21,20 +24,36 @@ __all__ = ["SentenceGate", "split_sentences"]
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) and whitespace.
 _BOUNDARY = re.compile(r"[.!?…]+[\"')\]]*\s+")
 _MIN_SENTENCE_CHARS = 8
+_CLAUSE = re.compile(r"[,;:]\s+")
+#: The first piece of a reply may end at a clause once it has this many characters.
+FIRST_CLAUSE_CHARS = 16
 
 Check = Callable[[str, int, str], Awaitable[bool]]
 
 
-def split_sentences(buffer: str, *, final: bool) -> tuple[list[str], str]:
+def split_sentences(
+    buffer: str, *, final: bool, first_clause: bool = False
+) -> tuple[list[str], str]:
     """Split complete sentences off the front of ``buffer``.
 
     Returns the sentences (each keeping its trailing whitespace) and the rest.
     Very short fragments ("Hi. ") are merged with what follows so TTS does not
-    get one-word sentences.
+    get one-word sentences. With ``first_clause``, the first piece may also end
+    at a clause boundary (``, ; :``) with at least ``FIRST_CLAUSE_CHARS`` before
+    it, so speech can start before a long first sentence is complete.
     """
     out: list[str] = []
     start = 0
-    for m in _BOUNDARY.finditer(buffer):
+    if first_clause:
+        sentence = _BOUNDARY.search(buffer)
+        for m in _CLAUSE.finditer(buffer):
+            if sentence is not None and sentence.start() < m.start():
+                break  # the sentence ends first: split there as usual
+            if m.start() >= FIRST_CLAUSE_CHARS:
+                out.append(buffer[: m.end()])
+                start = m.end()
+                break
+    for m in _BOUNDARY.finditer(buffer, start):
         if m.end() - start < _MIN_SENTENCE_CHARS:
             continue
         out.append(buffer[start : m.end()])
@@ -56,7 +75,7 @@ class SentenceGate:
         self.blocked = False
         self.released: list[str] = []
 
-    async def _release(self, sentences: list[str]) -> AsyncIterator[str]:
+    async def _release(self, sentences: list[str]) -> AsyncIterator[str | FlushSentinel]:
         for sentence in sentences:
             if not sentence.strip():
                 yield sentence
@@ -83,7 +102,9 @@ class SentenceGate:
                 if not text:
                     continue
                 buffer += text
-                sentences, buffer = split_sentences(buffer, final=False)
+                sentences, buffer = split_sentences(
+                    buffer, final=False, first_clause=self._index == 0
+                )
                 async for s in self._release(sentences):
                     yield s
                 if self.blocked:

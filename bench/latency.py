@@ -43,6 +43,7 @@ class CallLatency:
     wall_seconds: float
     callee_turns: int
     latencies: list[float]
+    from_audio_end: list[float]
 
 
 def command_line() -> str:
@@ -80,7 +81,15 @@ async def measure(
         lat = replayed.latencies
         result = replayed.result
         callee = sum(1 for turn in result.turns if turn.role == "callee")
-        row = CallLatency(call.name, result.ok, result.duration, replayed.wall_seconds, callee, lat)
+        row = CallLatency(
+            call.name,
+            result.ok,
+            result.duration,
+            replayed.wall_seconds,
+            callee,
+            lat,
+            replayed.latencies_from_audio_end,
+        )
         median = f"{statistics.median(lat):.3f}" if lat else "-"
         worst = f"{max(lat):.3f}" if lat else "-"
         print(
@@ -129,9 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     every = [x for row in rows for x in row.latencies]
     medians = [statistics.median(row.latencies) for row in rows if row.latencies]
+    truth = [x for row in rows for x in row.from_audio_end]
     print()
-    print(f"all turns:        {summary(every)}")
-    print(f"per-call medians: {summary(medians)}")
+    print("from the session's end-of-speech event (after the VAD's silence window):")
+    print(f"  all turns:        {summary(every)}")
+    print(f"  per-call medians: {summary(medians)}")
+    print("from the true end of the callee's audio (the simulator's ground truth; includes")
+    print("the silence the VAD needs to decide the callee stopped):")
+    print(f"  all turns:        {summary(truth)}")
     print(f"host load average {os.getloadavg()[0]:.2f} at end")
     return 0
 

@@ -12,13 +12,14 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..call import ModelSet, new_call_id, run_call
 from ..config import AgentConfig
+from ..messages import AgentSpeechStarted
 from ..models.registry import build_llm, build_stt, build_tts, build_vad
 from ..runtime import Bus
 from ..telephony.sim_io import TranscriptFeedSTT
@@ -56,6 +57,8 @@ class ReplayedCall:
     result: CallResult
     latencies: list[float]
     wall_seconds: float
+    #: end of the callee's audio (ground truth) to the agent's first audio, per answered line
+    latencies_from_audio_end: list[float] = field(default_factory=list)
 
 
 class Replayer:
@@ -95,7 +98,7 @@ class Replayer:
             stt=build_stt(m.stt),
             llm=build_llm(m.llm, base_url=m.llm_base_url),
             tts=build_tts(m.tts, sample_rate=m.tts_sample_rate),
-            vad=build_vad(m.vad),
+            vad=build_vad(m.vad, min_silence_duration=self.config.turn.vad_min_silence),
             turn_detection="vad",
         )
 
@@ -162,7 +165,12 @@ class Replayer:
             self.options.record_dir.mkdir(parents=True, exist_ok=True)
             path = self.options.record_dir / f"{call.name}.wav"
             await loop.run_in_executor(None, sim.recorder.write, path)
-        return ReplayedCall(judge(call, observed), observer.latencies, time.perf_counter() - wall0)
+        return ReplayedCall(
+            judge(call, observed),
+            observer.latencies,
+            time.perf_counter() - wall0,
+            _audio_end_latencies(sim.played, observer.messages),
+        )
 
     async def replay_all(
         self,
@@ -177,6 +185,25 @@ class Replayer:
                 on_result(call, replayed)
             out.append(replayed)
         return out
+
+
+def _audio_end_latencies(
+    played: list[tuple[str, float, float]], messages: list[object]
+) -> list[float]:
+    """For each callee line, its audio end to the agent's next first audio.
+
+    A line counts only if the agent started speaking before the callee's next
+    line began (otherwise the agent did not answer that line).
+    """
+    starts = sorted(m.at for m in messages if isinstance(m, AgentSpeechStarted))
+    lines = [(start, end) for payload, start, end in played if payload in ("say", "audio")]
+    out = []
+    for i, (_, end) in enumerate(lines):
+        next_line = lines[i + 1][0] if i + 1 < len(lines) else float("inf")
+        reply = next((t for t in starts if t > end), None)
+        if reply is not None and reply < next_line:
+            out.append(reply - end)
+    return out
 
 
 def silence_synth(text: str, sample_rate: int) -> np.ndarray:

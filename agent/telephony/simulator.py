@@ -128,6 +128,9 @@ class CallSimulator:
         self.segments: list[PreparedSegment] = []
         self.dtmf_sent = ""
         self.hung_up_by: str | None = None
+        #: (payload, start, end) in loop time for every segment played: ground truth
+        #: for measuring how fast the agent answers
+        self.played: list[tuple[str, float, float]] = []
         self._dtmf_handler: Callable[[str], None] | None = None
         self._observed = _Observed()
         self._changed = asyncio.Event()
@@ -227,8 +230,10 @@ class CallSimulator:
                 self.audio_input.close()
                 self.bus.publish(RemoteHangup(call_id=self.bus.call_id, at=loop.time()))
                 return
+            started = loop.time()
             await self._play(seg)
             prev_end = loop.time()
+            self.played.append((seg.payload, started, prev_end))
 
     async def _play(self, seg: PreparedSegment) -> None:
         if seg.payload == "dtmf" and self._dtmf_handler is not None and seg.dtmf:

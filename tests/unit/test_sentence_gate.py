@@ -82,3 +82,36 @@ async def test_tool_call_chunks_pass_through_unchanged() -> None:
     assert out[0] == "Let me check that for you. "
     assert isinstance(out[1], llm.ChatChunk) and out[1].delta is not None
     assert out[1].delta.tool_calls[0].name == "lookup"
+
+
+def test_the_first_piece_may_end_at_a_clause_so_speech_starts_sooner() -> None:
+    done, rest = split_sentences(
+        "It's still coming on Friday, but I'm sure", final=False, first_clause=True
+    )
+    assert done == ["It's still coming on Friday, "] and rest == "but I'm sure"
+    # a short lead-in is not split off, and a sentence that ends first wins
+    assert split_sentences("Yes, sure. I can do that", final=False, first_clause=True) == (
+        ["Yes, sure. "],
+        "I can do that",
+    )
+    # later pieces are whole sentences
+    assert split_sentences("Well then, as I said, fine", final=False) == (
+        [],
+        "Well then, as I said, fine",
+    )
+
+
+async def test_only_the_first_piece_of_a_reply_is_a_clause() -> None:
+    text = "It's still coming on Friday, but I'm not sure when. Later, we can check, maybe."
+    pieces = [text[i : i + 4] for i in range(0, len(text), 4)]
+
+    async def allow(run_id: str, index: int, sentence: str) -> bool:
+        return True
+
+    gate = SentenceGate(run_id="speech_4", check=allow)
+    out = _no_flush([x async for x in gate.process(_stream(pieces))])
+    assert out == [
+        "It's still coming on Friday, ",
+        "but I'm not sure when. ",
+        "Later, we can check, maybe.",
+    ]
