@@ -26,15 +26,16 @@ Disposition = Literal[
     "error",
 ]
 AnswerStatus = Literal["answered", "busy", "no-answer", "failed", "rejected"]
-AmdCategory = Literal[
+FinalAmdCategory = Literal[
     "human",
     "machine-vm",
     "machine-unavailable",
     "machine-ivr",
     "machine-screening",
     "uncertain",
-    "wait",
 ]
+#: During a call AMD may also report ``wait`` (hold music, "please hold"), never final.
+AmdCategory = FinalAmdCategory | Literal["wait"]
 GuardrailHook = Literal["on_user_turn", "on_agent_sentence", "on_agent_turn"]
 
 

@@ -30,6 +30,8 @@ from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, APIConnectOptions
 if TYPE_CHECKING:
     from piper import PiperVoice
 
+from .background_load import BackgroundLoad
+
 logger = logging.getLogger(__name__)
 
 # frames handed to livekit: AudioEmitter starts at 20 ms and doubles up to this size
@@ -108,7 +110,7 @@ def synthesize_pcm(
     return resample_pcm(np.concatenate(chunks), voice.config.sample_rate, sample_rate)
 
 
-class PiperTTS(tts.TTS):
+class PiperTTS(BackgroundLoad, tts.TTS):
     """Piper (en_US joe, medium, 22.05 kHz) as a non-streaming livekit TTS.
 
     Audio is resampled to ``sample_rate`` and pushed per sentence, so a two-sentence
@@ -136,7 +138,6 @@ class PiperTTS(tts.TTS):
         )
         self._model_path = model_path
         self._config_path = config_path
-        self._prewarm_fut: asyncio.Future[object] | None = None
 
     @property
     def model(self) -> str:
@@ -151,22 +152,6 @@ class PiperTTS(tts.TTS):
     def load(self) -> PiperVoice:
         """Load the voice now (blocking; cached per process)."""
         return load_piper_voice(self._model_path, self._config_path)
-
-    def prewarm(self) -> None:
-        """Start loading the voice in the executor without blocking the loop.
-
-        livekit calls ``prewarm()`` synchronously on the event loop when an activity
-        starts; loading inline there would stall every call in the worker.
-        """
-        if self._prewarm_fut is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.load()
-            return
-        self._prewarm_fut = loop.run_in_executor(None, self.load)
-        self._prewarm_fut.add_done_callback(_log_failure)
 
     def synthesize(
         self, text: str, *, conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS
@@ -259,8 +244,3 @@ def _concat(frames: list[rtc.AudioFrame]) -> np.ndarray:
     if not frames:
         return np.zeros(0, dtype=np.int16)
     return np.concatenate([np.frombuffer(f.data, dtype=np.int16) for f in frames])
-
-
-def _log_failure(fut: asyncio.Future[object]) -> None:
-    if not fut.cancelled() and (exc := fut.exception()) is not None:
-        logger.error("piper prewarm failed", exc_info=exc)

@@ -37,6 +37,8 @@ from livekit.agents.utils import AudioBuffer, is_given
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
 
+from .background_load import BackgroundLoad
+
 logger = logging.getLogger(__name__)
 
 WHISPER_SAMPLE_RATE = 16000
@@ -130,7 +132,7 @@ def audio_to_whisper_input(buffer: AudioBuffer) -> np.ndarray:
     return pcm.astype(np.float32) / 32768.0
 
 
-class WhisperSTT(stt.STT):
+class WhisperSTT(BackgroundLoad, stt.STT):
     """faster-whisper (tiny.en, int8, CPU) as a non-streaming livekit STT.
 
     Inference runs in ``loop.run_in_executor`` so the event loop (and a virtual clock
@@ -146,7 +148,6 @@ class WhisperSTT(stt.STT):
         """
         super().__init__(capabilities=stt.STTCapabilities(streaming=False, interim_results=False))
         self._opts = options or WhisperOptions()
-        self._prewarm_fut: asyncio.Future[object] | None = None
 
     @property
     def model(self) -> str:
@@ -161,22 +162,6 @@ class WhisperSTT(stt.STT):
     def load(self) -> None:
         """Load the weights now (blocking; cached per process)."""
         load_whisper_model(self._opts)
-
-    def prewarm(self) -> None:
-        """Start loading the weights in the executor without blocking the loop.
-
-        livekit calls ``prewarm()`` synchronously on the event loop when an activity
-        starts; loading inline there would stall every call in the worker.
-        """
-        if self._prewarm_fut is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.load()
-            return
-        self._prewarm_fut = loop.run_in_executor(None, self.load)
-        self._prewarm_fut.add_done_callback(_log_prewarm_failure)
 
     async def _recognize_impl(
         self,
@@ -223,8 +208,3 @@ class WhisperSTT(stt.STT):
         text = " ".join(s.text.strip() for s in parts if s.text.strip())
         confidence = math.exp(sum(s.avg_logprob for s in parts) / len(parts)) if parts else 0.0
         return text, min(1.0, confidence), duration
-
-
-def _log_prewarm_failure(fut: asyncio.Future[object]) -> None:
-    if not fut.cancelled() and (exc := fut.exception()) is not None:
-        logger.error("whisper prewarm failed", exc_info=exc)

@@ -25,29 +25,15 @@ from pydantic import (
     model_validator,
 )
 
+from ..messages import AnswerStatus, Direction, Disposition, GuardrailHook
+from ..messages import FinalAmdCategory as AmdCategory
+
 SPEECH_SECONDS_PER_CHAR = 0.065
 #: Tones are rendered at the replay's 16 kHz audio rate, so they must stay below 8 kHz.
 MAX_TONE_HZ = 8000.0
 """Estimated speech duration per character of a ``say`` text (``--text-only``)."""
 
-Direction = Literal["outbound", "inbound"]
-AnswerStatus = Literal["answered", "busy", "no-answer", "failed", "rejected"]
 Codec = Literal["none", "pcmu", "pcma"]
-AmdCategory = Literal[
-    "human", "machine-vm", "machine-unavailable", "machine-ivr", "machine-screening", "uncertain"
-]
-Disposition = Literal[
-    "completed",
-    "voicemail",
-    "unavailable",
-    "busy",
-    "no-answer",
-    "rejected",
-    "failed",
-    "transferred",
-    "error",
-]
-GuardrailHook = Literal["on_user_turn", "on_agent_sentence", "on_agent_turn"]
 GuardrailAction = Literal["allow", "block", "steer"]
 
 GUARDRAIL_COUNTERS: dict[str, tuple[GuardrailHook, GuardrailAction]] = {
