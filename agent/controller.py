@@ -96,6 +96,7 @@ class CancelTimer:
 @dataclass(frozen=True)
 class HangUpLine:
     reason: str
+    graceful: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,8 +164,8 @@ class ControllerFSM:
                 ]
             case RemoteHangup():
                 return self._end("completed" if self.answered else "failed", "callee hung up")
-            case HangUp(reason=reason):
-                return [HangUpLine(reason), *self._end("completed", reason)]
+            case HangUp(reason=reason, graceful=graceful):
+                return [HangUpLine(reason, graceful), *self._end("completed", reason)]
         return []
 
     def fail(self, reason: str) -> list[Command]:
@@ -199,6 +200,7 @@ class CallControllerActor(Actor):
         "user_turn_completed",
         "agent_turn_completed",
         "remote_hangup",
+        "hang_up",
     )
 
     def __init__(
@@ -249,12 +251,17 @@ class CallControllerActor(Actor):
                         await self.session.tell(
                             GenerateReply(call_id=self.call_id, at=loop.time(), instructions=instr)
                         )
-                case HangUpLine(reason=reason):
+                case HangUpLine(reason=reason, graceful=graceful):
                     if self.session is not None and not self.session.stopped:
                         try:
                             await self.session.ask(
-                                HangUp(call_id=self.call_id, at=loop.time(), reason=reason),
-                                timeout=5.0,
+                                HangUp(
+                                    call_id=self.call_id,
+                                    at=loop.time(),
+                                    reason=reason,
+                                    graceful=graceful,
+                                ),
+                                timeout=20.0,
                             )
                         except Exception:
                             logger.warning("hang-up failed", extra={"call_id": self.call_id})

@@ -174,8 +174,11 @@ class SendDtmf(_Msg):
 
 
 class HangUp(_Msg):
+    """End the call. ``graceful`` lets the agent's reply in flight finish playing first."""
+
     kind: Literal["hang_up"] = "hang_up"
     reason: str = "agent"
+    graceful: bool = False
 
 
 # -- controller, AMD, guardrails -------------------------------------------

@@ -21,10 +21,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from livekit.agents import Agent, AgentSession, llm, stt, tts, vad
+from livekit.agents import Agent, AgentSession, function_tool, llm, stt, tts, vad
 from livekit.agents.voice import (
     AgentStateChangedEvent,
-    ConversationItemAddedEvent,
     SpeechCreatedEvent,
     UserInputTranscribedEvent,
     UserStateChangedEvent,
@@ -134,6 +133,17 @@ class CallAgent(Agent):
         self._turns = 0
         self.blocked_say: str | None = None
         self.latest_created_run: str | None = None
+
+    @function_tool
+    async def end_call(self) -> str:
+        """End the phone call. Call this after you have said goodbye."""
+        loop = asyncio.get_running_loop()
+        self._publish(
+            HangUp(
+                call_id=self._call_id, at=loop.time(), reason="agent ended the call", graceful=True
+            )
+        )
+        return "The line will close once your goodbye has been spoken."
 
     async def on_user_turn_completed(
         self, turn_ctx: llm.ChatContext, new_message: llm.ChatMessage
@@ -296,7 +306,6 @@ class SessionActor(Actor):
         s.on("agent_state_changed", self._on_agent_state)
         s.on("user_input_transcribed", self._on_transcribed)
         s.on("speech_created", self._on_speech_created)
-        s.on("conversation_item_added", self._on_item_added)
         s.on("error", self._on_error)
         self.transport.set_dtmf_handler(self._on_dtmf)
         self.transport.audio_output.on("playback_finished", self._on_playback_finished)
@@ -384,10 +393,6 @@ class SessionActor(Actor):
         self._hook_tasks.add(task)
         task.add_done_callback(self._hook_tasks.discard)
 
-    def _on_item_added(self, ev: ConversationItemAddedEvent) -> None:
-        # agent turns are reported from the speech handle (with its run id)
-        return None
-
     def _on_error(self, ev: Any) -> None:
         logger.warning(
             "agent session error",
@@ -407,6 +412,21 @@ class SessionActor(Actor):
                 interrupted=ev.interrupted,
             )
         )
+
+    async def _let_reply_finish(self, *, within: float) -> None:
+        """Wait (bounded) until no reply is being generated or played."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while self._handles and loop.time() < deadline:
+            pending = [h for h in self._handles.values() if not h.done()]
+            if not pending:
+                return
+            waits = [asyncio.ensure_future(h.wait_for_playout()) for h in pending]
+            try:
+                await asyncio.wait(waits, timeout=deadline - loop.time())
+            finally:
+                for w in waits:
+                    w.cancel()
 
     # -- commands ----------------------------------------------------------
 
@@ -434,7 +454,9 @@ class SessionActor(Actor):
                 await self.transport.send_dtmf(digits)
                 self._publish(DtmfSent(call_id=self.call_id, at=self._now(), digits=digits))
                 return None
-            case HangUp():
+            case HangUp(graceful=graceful):
+                if graceful:
+                    await self._let_reply_finish(within=15.0)
                 await self.transport.hang_up()
                 return None
             case RemoteHangup():

@@ -30,6 +30,7 @@ class ScriptedLLM(llm.LLM):
         reply: a list of replies used in turn (the last repeats), or a function of the chat.
         token_delay: loop seconds between streamed words (virtual time in tests).
         fail: raise this from every stream (to test error paths).
+        tool_calls: which requests (1-based) end with a call of which tool.
     """
 
     def __init__(
@@ -38,11 +39,14 @@ class ScriptedLLM(llm.LLM):
         *,
         token_delay: float = 0.0,
         fail: Exception | None = None,
+        tool_calls: dict[int, str] | None = None,
     ) -> None:
         super().__init__()
         self._reply = reply
         self.token_delay = token_delay
         self.fail = fail
+        #: request number (1-based) -> name of a tool the reply calls after its text
+        self.tool_calls = tool_calls or {}
         self.requests: list[llm.ChatContext] = []
 
     @property
@@ -90,4 +94,12 @@ class _ScriptedStream(llm.LLMStream):
             piece = word if i == 0 else " " + word
             self._event_ch.send_nowait(
                 llm.ChatChunk(id=request_id, delta=llm.ChoiceDelta(role="assistant", content=piece))
+            )
+        tool = owner.tool_calls.get(len(owner.requests))
+        if tool is not None:
+            call = llm.FunctionToolCall(name=tool, arguments="{}", call_id=f"{request_id}_tool")
+            self._event_ch.send_nowait(
+                llm.ChatChunk(
+                    id=request_id, delta=llm.ChoiceDelta(role="assistant", tool_calls=[call])
+                )
             )

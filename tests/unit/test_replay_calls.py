@@ -188,3 +188,36 @@ def test_llm_failure_does_not_hang_the_call() -> None:
     (r,) = _replay([_call("human-conversation-hangup")], _replayer(llm))
     assert r.result.disposition in ("completed", "error")
     assert [t for t in r.result.turns if t.role == "agent"] == []
+
+
+def test_the_agent_ends_the_call_after_its_goodbye(tmp_path: Any) -> None:
+    call = _inline(
+        """
+name: agent-says-goodbye
+callee:
+  - at: 0.5
+    say: "Hello?"
+  - after: agent_turn
+    gap: 0.5
+    timeout: 10
+    say: "No thanks, I'm all set."
+  - after: agent_turn
+    gap: 30.0
+    timeout: 40
+    hangup: true
+max_seconds: 60
+""",
+        tmp_path,
+    )
+    llm = ScriptedLLM(
+        ["Hi, this is Sam from Acme Dental. Is now a good time?", "Understood. Goodbye!", "Bye."],
+        tool_calls={2: "end_call"},
+    )
+    (r,) = _replay([call], _replayer(llm))
+    res = r.result
+    assert res.disposition == "completed"
+    goodbye = [t for t in res.turns if t.role == "agent" and "Goodbye" in t.text]
+    assert goodbye and goodbye[0].interrupted is False
+    # the agent hung up right after its goodbye, long before the callee would have
+    assert res.duration < 25
+    assert res.duration >= goodbye[0].end

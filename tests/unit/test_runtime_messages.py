@@ -39,7 +39,7 @@ SAMPLES: dict[str, dict[str, typing.Any]] = {
     "generate_reply": {"instructions": "be brief", "user_input": "what time is it"},
     "interrupt_run": {"run_id": "run_1"},
     "send_dtmf": {"digits": "1"},
-    "hang_up": {"reason": "voicemail"},
+    "hang_up": {"reason": "voicemail", "graceful": True},
     "call_state_changed": {"old": "ringing", "new": "talking"},
     "timer_fired": {"name": "silence"},
     "amd_prediction": {
