@@ -95,9 +95,9 @@ def replay(
 @app.command()
 def demo(
     out: Annotated[Path | None, typer.Option(help="run folder (default runs/<timestamp>)")] = None,
-    calls_dir: Annotated[Path, typer.Option("--calls", help="folder of demo calls")] = Path(
-        "configs/demo"
-    ),
+    calls_dir: Annotated[
+        Path | None, typer.Option("--calls", help="folder of demo calls (default configs/demo)")
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="agent config YAML")] = None,
 ) -> None:
     """Replay the demo calls through the full local stack with audio; write JSONL and WAVs."""
@@ -109,7 +109,7 @@ def demo(
     run_dir = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     try:
         agent_config = load_config(config)
-        calls = load_paths([calls_dir])
+        calls = load_paths([calls_dir or DEFAULT_CONFIG.parent / "demo"])
     except (ConfigError, RecordedCallError) as exc:
         raise _fail(str(exc)) from None
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -98,6 +98,8 @@ class CallTransport(Protocol):
 
     def set_dtmf_handler(self, handler: Callable[[str], None]) -> None: ...
 
+    def set_hangup_handler(self, handler: Callable[[], None]) -> None: ...
+
     async def send_dtmf(self, digits: str) -> None: ...
 
     async def hang_up(self) -> None: ...
@@ -308,6 +310,7 @@ class SessionActor(Actor):
         s.on("speech_created", self._on_speech_created)
         s.on("error", self._on_error)
         self.transport.set_dtmf_handler(self._on_dtmf)
+        self.transport.set_hangup_handler(self._on_remote_hangup)
         self.transport.audio_output.on("playback_finished", self._on_playback_finished)
         await s.start(self.agent, record=False)
         self._started.set()
@@ -398,6 +401,10 @@ class SessionActor(Actor):
             "agent session error",
             extra={"call_id": self.call_id, "source": type(getattr(ev, "source", None)).__name__},
         )
+
+    def _on_remote_hangup(self) -> None:
+        # the far end left: the call is over for the session
+        self._publish(RemoteHangup(call_id=self.call_id, at=self._now()))
 
     def _on_dtmf(self, digits: str) -> None:
         self._publish(DtmfReceived(call_id=self.call_id, at=self._now(), digits=digits))

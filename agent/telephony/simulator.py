@@ -132,6 +132,7 @@ class CallSimulator:
         #: for measuring how fast the agent answers
         self.played: list[tuple[str, float, float]] = []
         self._dtmf_handler: Callable[[str], None] | None = None
+        self._hangup_handler: Callable[[], None] | None = None
         self._observed = _Observed()
         self._changed = asyncio.Event()
         self._subs = [
@@ -193,6 +194,9 @@ class CallSimulator:
     def set_dtmf_handler(self, handler: Callable[[str], None]) -> None:
         self._dtmf_handler = handler
 
+    def set_hangup_handler(self, handler: Callable[[], None]) -> None:
+        self._hangup_handler = handler
+
     async def send_dtmf(self, digits: str) -> None:
         self.dtmf_sent += digits
         if self.recorder is not None and self.answered_at is not None:
@@ -228,7 +232,10 @@ class CallSimulator:
             if seg.payload == "hangup":
                 self.hung_up_by = "callee"
                 self.audio_input.close()
-                self.bus.publish(RemoteHangup(call_id=self.bus.call_id, at=loop.time()))
+                if self._hangup_handler is not None:
+                    self._hangup_handler()
+                else:  # no session attached (yet): the carrier reports it itself
+                    self.bus.publish(RemoteHangup(call_id=self.bus.call_id, at=loop.time()))
                 return
             started = loop.time()
             await self._play(seg)
