@@ -32,7 +32,9 @@ def run_replay(
     config_source: str = "config",
 ) -> int:
     """Replay ``calls``; returns the exit status (0 all ok, 1 any failed, 2 bad input)."""
-    console = Console(stderr=json_out)
+    # when piped, rich assumes 80 columns and truncates call names: give the table room
+    stream = sys.stderr if json_out else sys.stdout
+    console = Console(stderr=json_out, width=None if stream.isatty() else 120)
     errors = Console(stderr=True, soft_wrap=True)
     options = ReplayOptions(text_only=text_only, record_dir=record_dir)
     replayer = Replayer(config, options)
@@ -95,7 +97,8 @@ def run_replay(
 
 def _summary(results: list[ReplayedCall]) -> Table:
     table = Table(title="replay summary")
-    for col in ("call", "ok", "disposition", "amd", "turns", "first audio", "duration", "x real"):
+    table.add_column("call", no_wrap=True)
+    for col in ("ok", "disposition", "amd", "turns", "first audio", "duration", "x real"):
         table.add_column(col)
     for r in results:
         res = r.result
