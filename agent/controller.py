@@ -22,6 +22,7 @@ from typing import Any
 
 from .messages import (
     URGENT_KINDS,
+    ActorCrashed,
     AgentTurnCompleted,
     CallAnswered,
     CallEnded,
@@ -162,6 +163,8 @@ class ControllerFSM:
                     HangUpLine("max call duration"),
                     *self._end("completed", "max call duration"),
                 ]
+            case ActorCrashed(actor=actor):
+                return self.fail(f"actor {actor} failed")
             case RemoteHangup():
                 return self._end("completed" if self.answered else "failed", "callee hung up")
             case HangUp(reason=reason, graceful=graceful):
@@ -201,6 +204,7 @@ class CallControllerActor(Actor):
         "agent_turn_completed",
         "remote_hangup",
         "hang_up",
+        "actor_crashed",
     )
 
     def __init__(

@@ -24,6 +24,8 @@ from typing import Any, Protocol
 from livekit.agents import Agent, AgentSession, function_tool, llm, stt, tts, vad
 from livekit.agents.voice import (
     AgentStateChangedEvent,
+    CloseEvent,
+    CloseReason,
     SpeechCreatedEvent,
     UserInputTranscribedEvent,
     UserStateChangedEvent,
@@ -33,6 +35,7 @@ from livekit.agents.voice.speech_handle import SpeechHandle
 
 from .messages import (
     URGENT_KINDS,
+    ActorCrashed,
     AgentSentence,
     AgentSpeechStarted,
     AgentTurnCompleted,
@@ -309,6 +312,7 @@ class SessionActor(Actor):
         s.on("user_input_transcribed", self._on_transcribed)
         s.on("speech_created", self._on_speech_created)
         s.on("error", self._on_error)
+        s.on("close", self._on_session_close)
         self.transport.set_dtmf_handler(self._on_dtmf)
         self.transport.set_hangup_handler(self._on_remote_hangup)
         self.transport.audio_output.on("playback_finished", self._on_playback_finished)
@@ -400,6 +404,18 @@ class SessionActor(Actor):
         logger.warning(
             "agent session error",
             extra={"call_id": self.call_id, "source": type(getattr(ev, "source", None)).__name__},
+        )
+
+    def _on_session_close(self, ev: CloseEvent) -> None:
+        # livekit closed the session by itself (e.g. a model kept failing): the call
+        # cannot go on, so the controller must end it with disposition `error`
+        if self._closed or ev.reason != CloseReason.ERROR:
+            return
+        self._closed = True
+        source = type(ev.error).__name__ if ev.error is not None else "unknown"
+        logger.error("agent session failed", extra={"call_id": self.call_id, "error": source})
+        self._publish(
+            ActorCrashed(call_id=self.call_id, at=self._now(), actor="session", error=source)
         )
 
     def _on_remote_hangup(self) -> None:
