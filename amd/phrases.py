@@ -1,0 +1,431 @@
+"""Deterministic phrase pre-gate: machine evidence found in callee transcripts.
+
+Pure functions (no asyncio, no I/O). :func:`match` finds known phrases in one
+transcript; :func:`classify_phrases` reads the rolling history of recent callee
+turns and proposes a category. The gate only reports evidence that a machine
+(screener, voicemail, IVR, carrier message) or a hold is on the line: there is
+deliberately no "human" pack, so transcript text such as "classify this call as
+human" is just words and can never produce human evidence.
+
+Matching works on word sequences of :func:`normalise`-d text and tolerates
+speech-recognition damage in a general way:
+
+* the first word of a phrase may match the *end* of the transcript's first word
+  (the recording started mid-word: "ave a message" matches "leave a message");
+* the last word of a phrase may match the *start* of the transcript's last word
+  (the recording was cut: "leave a mess" matches "leave a message");
+* in a phrase of two or more words, one word of five or more letters may differ
+  by one edit ("leave a massage").
+
+Each imperfection lowers the hit's strength. Phrase packs are plain tuples: a
+``STRONG`` tuple of phrases that on their own mean the category, and a ``HINTS``
+tuple of phrases that people also say ("not available", "who is calling"), which
+count with :data:`HINT_WEIGHT`. In phrases, ``{d}`` stands for one key (a digit,
+"pound" or "star") and ``{w}`` for any one word.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.messages import AmdCategory
+from amd.fsm import Prediction
+
+__all__ = [
+    "HINT_WEIGHT",
+    "PACKS",
+    "PhraseHit",
+    "PhraseVerdict",
+    "classify_phrases",
+    "match",
+    "normalise",
+]
+
+#: Weight of a hint phrase: evidence, but not enough to correct a machine stage.
+HINT_WEIGHT = 0.6
+_TRUNCATED = 0.9
+_ONE_EDIT = 0.85
+
+SCREENING_STRONG: tuple[str, ...] = (
+    "call assist",
+    "by google",
+    "automatically screening",
+    "record your name",
+    "reason for calling",
+    "asking for more information",
+    "if this person is available",
+    "state your name",
+    "say your name",
+    "why you are calling",
+    "this call is being screened",
+    "screening service",
+    "google assistant",
+    "the person you are calling is using",
+)
+SCREENING_HINTS: tuple[str, ...] = ("who is calling", "what is this regarding")
+
+VOICEMAIL_STRONG: tuple[str, ...] = (
+    "leave a message",
+    "leave me a message",
+    "leave an additional message",
+    "leave your message",
+    "leave a voicemail",
+    "leave your name and number",
+    "record your message",
+    "after the tone",
+    "after the beep",
+    "at the tone",
+    "at the beep",
+    "forwarded to voicemail",
+    "reached the voicemail",
+    "voicemail box",
+    "cannot take your call",
+    "unable to take your call",
+    "when you have finished recording",
+)
+VOICEMAIL_HINTS: tuple[str, ...] = (
+    "not available",
+    "is unavailable",
+    "cannot take the call",
+    "can't come to the phone",
+    "get back to you",
+    "mailbox",
+    "voicemail",
+    "you have reached",
+)
+
+UNAVAILABLE_STRONG: tuple[str, ...] = (
+    "mailbox is full",
+    "mailbox has not been set up",
+    "has not been set up",
+    "not in service",
+    "no longer in service",
+    "has been disconnected",
+    "cannot be completed as dialed",
+    "try your call again later",
+    "check the number and dial again",
+    "is not accepting calls",
+)
+# Carrier voicemail often opens "the number you have dialed is not available,
+# please leave a message": on its own this opener must not end the call.
+UNAVAILABLE_HINTS: tuple[str, ...] = ("the number you have dialed",)
+
+IVR_STRONG: tuple[str, ...] = (
+    "press {d} for",
+    "press {d} to",
+    "or press {d}",
+    "for {w} press",
+    "for {w} {w} press",
+    "press the pound key",
+    "press pound",
+    "say or press",
+    "main menu",
+    "to speak to a representative",
+    "to speak with a representative",
+    "please listen carefully as our menu options have changed",
+    "menu options have changed",
+    "dial the extension",
+    "know your party's extension",
+)
+IVR_HINTS: tuple[str, ...] = ()
+
+WAIT_STRONG: tuple[str, ...] = (
+    "please hold",
+    "one moment",
+    "hold on",
+    "your call is important to us",
+    "please stay on the line",
+    "please continue to hold",
+    "all of our representatives are",
+    "while we connect you",
+)
+WAIT_HINTS: tuple[str, ...] = ()
+
+#: Every pack: category -> (strong phrases, hint phrases).
+PACKS: dict[AmdCategory, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "machine-unavailable": (UNAVAILABLE_STRONG, UNAVAILABLE_HINTS),
+    "machine-vm": (VOICEMAIL_STRONG, VOICEMAIL_HINTS),
+    "machine-ivr": (IVR_STRONG, IVR_HINTS),
+    "machine-screening": (SCREENING_STRONG, SCREENING_HINTS),
+    "wait": (WAIT_STRONG, WAIT_HINTS),
+}
+
+_NUMBER_WORDS = {
+    "zero": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+}
+_CONTRACTIONS: tuple[tuple[str, str], ...] = (
+    (r"\bcan't\b", "cannot"),
+    (r"\bwon't\b", "will not"),
+    (r"\bain't\b", "is not"),
+    (r"\blet's\b", "let us"),
+    (r"n't\b", " not"),
+    (r"'ve\b", " have"),
+    (r"'re\b", " are"),
+    (r"'ll\b", " will"),
+    (r"\bi'm\b", "i am"),
+    (r"'d\b", " would"),
+    (r"\b(it|that|what|there|here|he|she|who|where|how)'s\b", r"\1 is"),
+)
+# Speech recognisers often drop the apostrophe; only unambiguous forms here.
+_BARE_CONTRACTIONS = {
+    "cant": "cannot",
+    "dont": "do not",
+    "doesnt": "does not",
+    "didnt": "did not",
+    "isnt": "is not",
+    "arent": "are not",
+    "wasnt": "was not",
+    "couldnt": "could not",
+    "wouldnt": "would not",
+    "havent": "have not",
+    "hasnt": "has not",
+    "im": "i am",
+    "ive": "i have",
+    "youve": "you have",
+    "youre": "you are",
+    "theyre": "they are",
+    "thats": "that is",
+    "whats": "what is",
+}
+_COMPOUNDS = {("voice", "mail"): "voicemail", ("mail", "box"): "mailbox"}
+_KEYS = {"pound", "star"}
+_DIGIT, _WORD = "{d}", "{w}"
+
+
+def normalise(text: str) -> str:
+    """Normalises a transcript (or a phrase) for matching.
+
+    Lower-cases, expands contractions ("can't" -> "cannot", "you've" -> "you
+    have"), spells ``#``/``*`` as "pound"/"star", turns number words into
+    digits ("press one" -> "press 1"), joins "voice mail"/"mail box", strips
+    punctuation and collapses whitespace.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        Space-separated lower-case words.
+    """
+    text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    text = text.replace("#", " pound ").replace("*", " star ").replace("&", " and ")
+    for pattern, repl in _CONTRACTIONS:
+        text = re.sub(pattern, repl, text)
+    text = re.sub(r"[^a-z0-9\s]", " ", text.replace("'", ""))
+    words: list[str] = []
+    for raw in text.split():
+        for word in _BARE_CONTRACTIONS.get(raw, raw).split():
+            word = _NUMBER_WORDS.get(word, word)
+            if words and (words[-1], word) in _COMPOUNDS:
+                words[-1] = _COMPOUNDS[(words[-1], word)]
+            else:
+                words.append(word)
+    return " ".join(words)
+
+
+def _compile(phrase: str) -> tuple[str, ...]:
+    # Placeholders survive normalise as letters-only sentinels.
+    text = phrase.replace(_DIGIT, " zzdigitzz ").replace(_WORD, " zzwordzz ")
+    words = normalise(text).split()
+    return tuple({"zzdigitzz": _DIGIT, "zzwordzz": _WORD}.get(w, w) for w in words)
+
+
+_COMPILED: tuple[tuple[AmdCategory, str, tuple[str, ...], float], ...] = tuple(
+    (category, phrase, _compile(phrase), weight)
+    for category, (strong, hints) in PACKS.items()
+    for phrases, weight in ((strong, 1.0), (hints, HINT_WEIGHT))
+    for phrase in phrases
+)
+
+
+@dataclass(frozen=True)
+class PhraseHit:
+    """One phrase found in a transcript.
+
+    Attributes:
+        category: The category the phrase is evidence for.
+        phrase: The phrase as written in its pack.
+        start_word: Index of the first matched word in the normalised text
+            (in :func:`classify_phrases`, in the joined history).
+        strength: 1.0 for an exact strong phrase; lower for hints, truncated
+            or misheard words.
+    """
+
+    category: AmdCategory
+    phrase: str
+    start_word: int
+    strength: float
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    # Substitution when equal length, otherwise insertion into the shorter word.
+    return a[i + 1 :] == b[i + 1 :] if len(a) == len(b) else a[i:] == b[i + 1 :]
+
+
+def _word_score(
+    token: str, word: str, *, first: bool, last: bool, multi: bool, edits_left: bool
+) -> tuple[float, bool]:
+    """Scores one transcript token against one phrase word: (quality, used an edit)."""
+    if word == _DIGIT:
+        return (1.0 if token.isdigit() or token in _KEYS else 0.0), False
+    if word == _WORD or token == word:
+        return 1.0, False
+    if multi and first and 2 <= len(token) < len(word) and word.endswith(token):
+        return _TRUNCATED, False
+    if multi and last and 3 <= len(token) < len(word) and word.startswith(token):
+        return _TRUNCATED, False
+    if multi and edits_left and min(len(token), len(word)) >= 5 and _one_edit(token, word):
+        return _ONE_EDIT, True
+    return 0.0, False
+
+
+def _match_at(tokens: Sequence[str], start: int, words: tuple[str, ...]) -> float:
+    multi = len(words) > 1
+    strength, edits_left, exact = 1.0, True, 0
+    for j, word in enumerate(words):
+        pos = start + j
+        quality, used_edit = _word_score(
+            tokens[pos],
+            word,
+            first=j == 0 and pos == 0,
+            last=j == len(words) - 1 and pos == len(tokens) - 1,
+            multi=multi,
+            edits_left=edits_left,
+        )
+        if quality == 0.0:
+            return 0.0
+        edits_left = edits_left and not used_edit
+        exact += quality == 1.0 and word not in (_DIGIT, _WORD)
+        strength *= quality
+    return strength if exact else 0.0
+
+
+def _match_tokens(tokens: Sequence[str], offset: int = 0) -> list[PhraseHit]:
+    hits: list[PhraseHit] = []
+    for category, phrase, words, weight in _COMPILED:
+        for start in range(len(tokens) - len(words) + 1):
+            strength = _match_at(tokens, start, words)
+            if strength:
+                hits.append(
+                    PhraseHit(category, phrase, offset + start, round(strength * weight, 3))
+                )
+    hits.sort(key=lambda h: (h.start_word, -h.strength, h.phrase))
+    return hits
+
+
+def match(text: str) -> list[PhraseHit]:
+    """Finds every pack phrase in one transcript.
+
+    Args:
+        text: One callee turn's transcript (untrusted; never interpreted).
+
+    Returns:
+        The hits in transcript order (possibly several, possibly overlapping).
+    """
+    return _match_tokens(normalise(text).split())
+
+
+@dataclass(frozen=True)
+class PhraseVerdict:
+    """What the pre-gate concludes from the recent callee turns.
+
+    Attributes:
+        category: The proposed category (never ``human`` or ``uncertain``).
+        strength: Confidence in it, from 0.0 to 1.0.
+        phrases: The phrases the decision rests on, in transcript order.
+    """
+
+    category: AmdCategory
+    strength: float
+    phrases: tuple[str, ...]
+
+    @property
+    def reason(self) -> str:
+        """A short reason string such as ``"phrases: leave a message"``."""
+        return "phrases: " + "; ".join(self.phrases)
+
+    def to_prediction(self, turn: int) -> Prediction:
+        """Turns the verdict into a stage-machine prediction for ``turn``."""
+        return Prediction(turn, self.category, self.strength, self.reason)
+
+
+def _decide(hits: Sequence[PhraseHit]) -> tuple[AmdCategory, list[PhraseHit]] | None:
+    by_cat: dict[AmdCategory, list[PhraseHit]] = {}
+    for hit in hits:
+        by_cat.setdefault(hit.category, []).append(hit)
+    screening = by_cat.get("machine-screening", [])
+    vm = by_cat.get("machine-vm", [])
+    if "machine-unavailable" in by_cat:
+        return "machine-unavailable", by_cat["machine-unavailable"]
+    if screening and vm:
+        first_screen = min(h.start_word for h in screening)
+        takeover = [h for h in vm if h.start_word > first_screen]
+        if takeover:
+            return "machine-vm", takeover
+    for category in ("machine-ivr", "machine-screening", "machine-vm", "wait"):
+        if category in by_cat:
+            return category, by_cat[category]
+    return None
+
+
+def classify_phrases(history: Sequence[str], *, window: int = 4) -> PhraseVerdict | None:
+    """Proposes a category from the recent callee turns, or None without evidence.
+
+    The last ``window`` turns are matched one by one (so truncation is tolerated
+    at each turn's edges) and their hits joined in order, which catches a
+    screener whose hand-over to voicemail is spread over several short turns.
+
+    Precedence, first match wins:
+
+    1. ``machine-unavailable``: a carrier says the call cannot go through.
+    2. ``machine-vm`` when a voicemail phrase follows screening evidence: the
+       screener has handed over to message-taking.
+    3. ``machine-ivr``: a keypad or spoken menu.
+    4. ``machine-screening``: someone (or something) asks for name or reason.
+    5. ``machine-vm``: a plain voicemail greeting.
+    6. ``wait``: a hold.
+
+    The order is applied first to strong phrases only, then, if none matched,
+    to hints as well; so a hint ("the number you have dialed") never outranks a
+    strong phrase of a lower category ("leave a message"), and a hint-only
+    verdict has strength at most :data:`HINT_WEIGHT`.
+
+    Args:
+        history: Callee transcripts, oldest first.
+        window: How many of the most recent turns to read.
+
+    Returns:
+        The verdict, or None when no phrase matched.
+    """
+    hits: list[PhraseHit] = []
+    offset = 0
+    for turn in list(history)[-window:] if window > 0 else []:
+        tokens = normalise(turn).split()
+        hits.extend(_match_tokens(tokens, offset))
+        offset += len(tokens)
+    decided = _decide([h for h in hits if h.strength > HINT_WEIGHT]) or _decide(hits)
+    if decided is None:
+        return None
+    category, used = decided
+    return PhraseVerdict(
+        category=category,
+        strength=max(h.strength for h in used),
+        phrases=tuple(dict.fromkeys(h.phrase for h in used)),
+    )
