@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from livekit.agents import llm, stt, tts, vad
@@ -64,7 +64,6 @@ class CallOutcome:
     reason: str
     answered_at: float | None
     ended_at: float
-    messages: list[Any] = field(default_factory=list)
 
 
 class GuardrailHooks(SessionHooks):

@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
 
 from ..call import ModelSet, new_call_id, run_call
 from ..config import AgentConfig
@@ -121,8 +120,6 @@ class Replayer:
     async def replay(self, call: RecordedCall) -> ReplayedCall:
         """Replay one call and judge it against its ``expect``."""
         loop = asyncio.get_running_loop()
-        import time
-
         wall0 = time.perf_counter()
         source = str(call.source_path) if call.source_path else call.name
         config = self.config.with_overrides(call.agent, source=source)
@@ -204,10 +201,3 @@ def _audio_end_latencies(
         if reply is not None and reply < next_line:
             out.append(reply - end)
     return out
-
-
-def silence_synth(text: str, sample_rate: int) -> np.ndarray:
-    """A stand-in synthesiser for tests: silence as long as the text would take to say."""
-    from .format import estimated_speech_seconds
-
-    return np.zeros(int(estimated_speech_seconds(text) * sample_rate), dtype=np.float32)

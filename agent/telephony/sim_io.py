@@ -69,10 +69,6 @@ class CalleeAudioInput(io.AudioInput):
             self._pending_samples += len(samples)
         return self._pending_samples / self.sample_rate
 
-    @property
-    def queued_seconds(self) -> float:
-        return self._pending_samples / self.sample_rate
-
     def close(self) -> None:
         self._closed = True
 
@@ -148,10 +144,6 @@ class AgentAudioOutput(io.AudioOutput):
         self._wait: asyncio.Task[None] | None = None
         self._interrupted = False
         self._cut_at: float | None = None
-
-    @property
-    def playing(self) -> bool:
-        return self._seg_start is not None
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         await super().capture_frame(frame)
