@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from livekit.agents import llm, stt, tts, vad
+from livekit.agents.llm import DecisionModel
 
 from amd.actor import AmdActor
 from guardrails.actor import CheckResult, GuardrailActor
@@ -33,7 +34,7 @@ from .messages import (
 )
 from .runtime import Actor, ActorStopped, Bus, CallScope, Escalation
 from .runtime.tasks import CallTasks
-from .session import SessionActor, SessionHooks, SessionOptions, TurnVerdict
+from .session import ReplyGate, SessionActor, SessionHooks, SessionOptions, TurnVerdict
 
 logger = logging.getLogger("agent.call")
 
@@ -53,6 +54,10 @@ class ModelSet:
     tts: tts.TTS
     vad: vad.VAD | None
     turn_detection: str = "vad"
+    #: How long after the end of the voice the VAD reports it (0 for text-only feeds).
+    speech_end_offset: float = 0.0
+    #: The AMD classifier for turns phrases and tones do not settle (None: built-in lexical).
+    amd_classifier: DecisionModel | None = None
 
 
 @dataclass
@@ -152,6 +157,17 @@ async def run_call(
         max_call_seconds=config.max_call_seconds,
         opening_instructions=config.opening_instructions.replace("{task}", config.task),
         inbound_greeting_instructions=config.inbound_greeting_instructions,
+        amd=config.amd.enabled and direction == "outbound",
+        screening_reply=config.fill(config.screening_reply),
+        voicemail_message=config.fill(config.voicemail_message),
+        ivr_goal=config.ivr_goal,
+        uncertain_action=config.amd.uncertain_action,
+        machine_reply_silence=config.amd.machine_reply_silence,
+        vm_silence_without_beep=config.amd.vm_silence_without_beep,
+        beep_gap=config.amd.beep_gap,
+        post_message_wait=config.amd.post_message_wait,
+        max_ivr_attempts=config.amd.max_ivr_attempts,
+        ivr_fallback=config.amd.ivr_fallback,
     )
     bus.publish(CallStarted(call_id=call_id, at=loop.time(), direction=direction))
     status = await line.dial()
@@ -201,7 +217,18 @@ async def run_call(
     with tracked:
         async with CallScope(call_id, on_escalate=on_escalate) as scope:
             guardrail = GuardrailActor(call_id=call_id, bus=bus)
-            amd = AmdActor(call_id=call_id, bus=bus)
+            amd = AmdActor(
+                call_id=call_id,
+                bus=bus,
+                config=config.amd,
+                classifier=models.amd_classifier,
+                speech_end_offset=models.speech_end_offset,
+                sample_rate=getattr(line, "sample_rate", 16000),
+                enabled=policy.amd,
+            )
+            if policy.amd and hasattr(line, "add_audio_tap"):
+                line.add_audio_tap(amd.audio_tap)
+            gate = ReplyGate(open=not policy.amd)
             session = SessionActor(
                 call_id=call_id,
                 bus=bus,
@@ -218,9 +245,15 @@ async def run_call(
                     max_endpointing_delay=config.turn.max_endpointing_delay,
                     min_interruption_duration=config.turn.min_interruption_duration,
                 ),
+                gate=gate,
             )
             controller = CallControllerActor(
-                call_id=call_id, bus=bus, policy=policy, session=session, on_end=on_end
+                call_id=call_id,
+                bus=bus,
+                policy=policy,
+                session=session,
+                on_end=on_end,
+                gate=gate,
             )
             for actor in (guardrail, amd, session, controller):
                 scope.start_actor(actor)

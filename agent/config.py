@@ -15,6 +15,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from amd.config import AmdConfig
+
 __all__ = [
     "AgentConfig",
     "ModelsConfig",
@@ -77,8 +79,28 @@ class AgentConfig(BaseSettings):
     inbound_greeting_instructions: str = "Greet the caller briefly and ask how you can help."
     greet_after_silence: float = Field(default=2.0, ge=0.0, le=30.0)
     max_call_seconds: float = Field(default=300.0, gt=0.0)
+    #: Who is calling, as said to call screeners and in voicemail messages.
+    caller_name: str = Field(default="Sam from Acme", min_length=1)
+    #: Why, in a few words; the task when empty.
+    call_reason: str = ""
+    #: The answer to a call screener ({caller_name}, {call_reason} are filled in).
+    screening_reply: str = Field(
+        default="Hi, this is {caller_name}, calling about {call_reason}.", min_length=1
+    )
+    #: The voicemail message, played once after the beep ({caller_name}, {call_reason}).
+    voicemail_message: str = Field(
+        default=(
+            "Hi, this is {caller_name}, calling about {call_reason}. "
+            "Please call us back when you can. Thank you, goodbye."
+        ),
+        min_length=1,
+    )
+    #: Where to go in an IVR menu, in words ("billing", "prescription refill");
+    #: empty means reach a person.
+    ivr_goal: str = ""
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     turn: TurnConfig = Field(default_factory=TurnConfig)
+    amd: AmdConfig = Field(default_factory=AmdConfig)
 
     @classmethod
     def settings_customise_sources(
@@ -94,6 +116,15 @@ class AgentConfig(BaseSettings):
 
     def full_instructions(self) -> str:
         return f"{self.instructions}\nYour task on this call: {self.task}."
+
+    def fill(self, template: str) -> str:
+        """``template`` with {caller_name}, {call_reason} and {task} filled in."""
+        reason = self.call_reason or self.task
+        return (
+            template.replace("{caller_name}", self.caller_name)
+            .replace("{call_reason}", reason)
+            .replace("{task}", self.task)
+        )
 
     def with_overrides(self, overrides: dict[str, Any], *, source: str) -> AgentConfig:
         """A copy with a recorded call's ``agent:`` overrides applied (deep merge)."""

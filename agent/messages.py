@@ -198,11 +198,66 @@ class TimerFired(_Msg):
 
 
 class AmdPrediction(_Msg):
+    """AMD's classification of one callee turn (or of a tone, or of a timeout).
+
+    ``category`` is what this turn looks like; ``stage`` is the call's stage
+    after applying it (a rejected prediction leaves the stage unchanged).
+    ``provisional`` marks a fast "person" verdict that a beep or a voicemail
+    phrase may still correct within the confirm window. ``asks`` is true when
+    the turn asks the caller for something (a name, a reason, a message, a
+    key). ``delay`` is seconds from the end of the callee's speech to the
+    prediction.
+    """
+
     kind: Literal["amd_prediction"] = "amd_prediction"
     category: AmdCategory
-    final: bool
-    reason: str
+    stage: FinalAmdCategory = "uncertain"
+    final: bool = False
+    reason: str = ""
     turn_id: str | None = None
+    turn: int = 0
+    confidence: float = 0.0
+    transcript: str = ""
+    delay: float | None = None
+    evidence: tuple[str, ...] = ()
+    provisional: bool = False
+    changed: bool = False
+    asks: bool = False
+
+
+class AmdCompleted(_Msg):
+    """AMD is done: the call's final category, its stage sequence and when it was reached."""
+
+    kind: Literal["amd_completed"] = "amd_completed"
+    category: FinalAmdCategory
+    stages: tuple[FinalAmdCategory, ...] = ()
+    decided_at: float | None = None
+    reason: str = ""
+
+
+class AmdTone(_Msg):
+    """A tone AMD heard on the callee's side: a voicemail ``beep`` or a ``sit`` tri-tone."""
+
+    kind: Literal["amd_tone"] = "amd_tone"
+    tone: Literal["beep", "sit"]
+    start: float
+    end: float
+    hz: tuple[float, ...] = ()
+
+
+class VoicemailLeft(_Msg):
+    """The voicemail message finished playing, uninterrupted."""
+
+    kind: Literal["voicemail_left"] = "voicemail_left"
+    run_id: str
+
+
+class SetTools(_Msg):
+    """Which call-control tools the LLM may use in its next replies."""
+
+    kind: Literal["set_tools"] = "set_tools"
+    end_call: bool = True
+    send_dtmf: bool = False
 
 
 class GuardrailCheck(_Msg):
@@ -251,6 +306,10 @@ Message = Annotated[
     | CallStateChanged
     | TimerFired
     | AmdPrediction
+    | AmdCompleted
+    | AmdTone
+    | VoicemailLeft
+    | SetTools
     | GuardrailCheck
     | GuardrailEvaluated,
     Field(discriminator="kind"),

@@ -48,6 +48,7 @@ from .messages import (
     RemoteHangup,
     Say,
     SendDtmf,
+    SetTools,
     UserSpeechStarted,
     UserSpeechStopped,
     UserTranscript,
@@ -65,6 +66,7 @@ __all__ = [
     "CallTransport",
     "TurnVerdict",
     "SessionOptions",
+    "ReplyGate",
 ]
 
 
@@ -103,9 +105,29 @@ class CallTransport(Protocol):
 
     def set_hangup_handler(self, handler: Callable[[], None]) -> None: ...
 
+    def add_audio_tap(self, tap: Callable[[float, Any], None]) -> None:
+        """Call ``tap(loop time, float32 samples)`` with every callee frame after the answer."""
+        ...
+
     async def send_dtmf(self, digits: str) -> None: ...
 
     async def hang_up(self) -> None: ...
+
+
+class ReplyGate:
+    """Whether the session may answer a completed callee turn by itself.
+
+    The call controller owns it: while AMD has not found a person (or while the
+    controller's own opening reply is in flight) callee turns go into the
+    history without an automatic reply, and the controller decides what is said.
+    """
+
+    def __init__(self, open: bool = True) -> None:
+        self.open = open
+        self.opening_in_flight = False
+
+    def allows(self) -> bool:
+        return self.open and not self.opening_in_flight
 
 
 @dataclass
@@ -130,8 +152,19 @@ class CallAgent(Agent):
         publish: Callable[[Any], None],
         call_id: str,
         tools: list[Any] | None = None,
+        gate: ReplyGate | None = None,
+        send_dtmf: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(instructions=instructions, tools=tools or [])
+        self._base_tools = list(tools or [])
+        # the call-control tools, found on the class while the agent is not running;
+        # send_dtmf is offered only in IVR replies
+        self._control_tools = {
+            name: t for t in self._tools if (name := _tool_name(t)) in ("end_call", "send_dtmf")
+        }
+        self._tools = [t for t in self._tools if _tool_name(t) != "send_dtmf"]
+        self._gate = gate or ReplyGate()
+        self._send_dtmf = send_dtmf
         self._hooks = hooks
         self._publish = publish
         self._call_id = call_id
@@ -150,6 +183,29 @@ class CallAgent(Agent):
         )
         return "The line will close once your goodbye has been spoken."
 
+    @function_tool
+    async def send_dtmf(self, digits: str) -> str:
+        """Press keys on the phone keypad to answer an automated menu.
+
+        Args:
+            digits: The keys to press, for example "2" or "1#" (0-9, * and #).
+        """
+        keys = "".join(ch for ch in digits if ch in "0123456789*#")
+        if not keys:
+            return "No valid keys: use digits 0-9, * or #."
+        if self._send_dtmf is None:
+            return "The keypad is not available on this call."
+        await self._send_dtmf(keys)
+        return f"Pressed {keys}."
+
+    def call_tools(self, *, end_call: bool, send_dtmf: bool) -> list[Any]:
+        """The tool list with the call-control tools switched on or off."""
+        wanted = {"end_call"} if end_call else set()
+        if send_dtmf:
+            wanted.add("send_dtmf")
+        own = [t for name, t in self._control_tools.items() if name in wanted]
+        return [*self._base_tools, *own]
+
     async def on_user_turn_completed(
         self, turn_ctx: llm.ChatContext, new_message: llm.ChatMessage
     ) -> None:
@@ -162,6 +218,10 @@ class CallAgent(Agent):
         self._publish(
             UserTurnCompleted(call_id=self._call_id, at=loop.time(), turn_id=turn_id, text=text)
         )
+        if not self._gate.allows():
+            # the controller decides what to say (AMD has not found a person yet,
+            # or its opening reply is already on its way); the turn stays in history
+            raise StopResponse()
         verdict = await self._hooks.on_user_turn(turn_id, text)
         if verdict.action == "block":
             if verdict.say:
@@ -190,6 +250,11 @@ class CallAgent(Agent):
             )
         )
         return True
+
+
+def _tool_name(tool: Any) -> str | None:
+    info = getattr(tool, "info", None)
+    return getattr(info, "name", None)
 
 
 def _reply_run_id(fallback: str | None) -> str:
@@ -243,8 +308,10 @@ class SessionActor(Actor):
         instructions: str,
         hooks: SessionHooks | None = None,
         options: SessionOptions | None = None,
+        gate: ReplyGate | None = None,
     ) -> None:
         super().__init__("session")
+        self.gate = gate or ReplyGate()
         self.call_id = call_id
         self.bus = bus
         self.transport = transport
@@ -303,6 +370,8 @@ class SessionActor(Actor):
             publish=self._publish,
             call_id=self.call_id,
             tools=o.tools,
+            gate=self.gate,
+            send_dtmf=self._tool_dtmf,
         )
         s = self.session
         s.input.audio = self.transport.audio_input
@@ -451,6 +520,10 @@ class SessionActor(Actor):
                 for w in waits:
                     w.cancel()
 
+    async def _tool_dtmf(self, digits: str) -> None:
+        await self.transport.send_dtmf(digits)
+        self._publish(DtmfSent(call_id=self.call_id, at=self._now(), digits=digits))
+
     # -- commands ----------------------------------------------------------
 
     async def receive(self, msg: Any) -> Any:
@@ -474,8 +547,13 @@ class SessionActor(Actor):
                 handle.interrupt(force=True)
                 return True
             case SendDtmf(digits=digits):
-                await self.transport.send_dtmf(digits)
-                self._publish(DtmfSent(call_id=self.call_id, at=self._now(), digits=digits))
+                await self._tool_dtmf(digits)
+                return None
+            case SetTools(end_call=end_call, send_dtmf=send_dtmf):
+                assert self.agent is not None
+                await self.agent.update_tools(
+                    self.agent.call_tools(end_call=end_call, send_dtmf=send_dtmf)
+                )
                 return None
             case HangUp(graceful=graceful):
                 if graceful:

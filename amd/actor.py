@@ -1,36 +1,347 @@
-"""AmdActor: the call's answering-machine detector (skeleton).
+"""AmdActor: the call's answering-machine detector.
 
-It listens to the call from the answer on and will classify every callee turn
-with rolling history. Until the detector lands it observes only and never
-publishes a prediction, so the call result reports no AMD decision.
+It listens from the answer on. Callee audio reaches it through the
+transport's audio tap (never as bus messages): the beep and SIT detectors run
+in that callback, frame by frame, and what they hear is published as
+:class:`~agent.messages.AmdTone`. Speech events, final transcripts, the
+agent's turns and DTMF come from the bus. The policy lives in
+:class:`~amd.detector.AmdDetector`; this actor carries out its outputs
+(timers, classifier requests, publishing predictions and the completion).
+
+Predictions only: what to do about them is the call controller's business.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import math
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from livekit.agents import llm
+from livekit.agents.types import APIConnectOptions
+
+from agent.messages import AmdCompleted, AmdPrediction, AmdTone, TimerFired
 from agent.runtime import Actor, Bus
 
-__all__ = ["AmdActor"]
+from .acoustic import BeepDetector, BeepEvent, SitDetector
+from .classifier import AMD_DECISION, LexicalAmdModel, history_input
+from .config import AmdConfig
+from .detector import (
+    AmdDetector,
+    ArmTimer,
+    CancelTimer,
+    Classify,
+    Completed,
+    Output,
+    Predicted,
+)
+
+logger = logging.getLogger("amd")
+
+__all__ = ["AmdActor", "ToneListener"]
+
+#: Dual tones that are call progress, not voicemail beeps: ringback, busy, dial tone.
+_PROGRESS_PAIRS = ((440.0, 480.0), (480.0, 620.0), (350.0, 440.0))
+
+
+@dataclass(frozen=True)
+class _Classified:
+    kind = "amd_classified"
+    turn: int
+    category: str
+    confidence: float
+    reason: str
+
+
+class ToneListener:
+    """Runs the beep and SIT detectors on callee frames (synchronous, cheap).
+
+    A tone counts as a beep only when it is not call progress (ringback, busy),
+    lasts at most ``max_seconds`` and is followed by ``quiet_after`` seconds
+    without loud audio (a note of hold music is followed by more music).
+
+    Args:
+        sample_rate: Rate of the frames.
+        config: Thresholds.
+        publish: Called with each :class:`AmdTone`.
+        call_id: For the messages.
+        max_seconds: Longest beep.
+    """
+
+    def __init__(
+        self,
+        sample_rate: int,
+        config: AmdConfig,
+        publish: Any,
+        call_id: str,
+        max_seconds: float = 1.6,
+    ) -> None:
+        self.sample_rate = sample_rate
+        self.cfg = config
+        self._publish = publish
+        self._call_id = call_id
+        self.max_seconds = max_seconds
+        self.beeps = BeepDetector(
+            sample_rate,
+            min_seconds=config.beep_min_seconds,
+            low_hz=config.beep_low_hz,
+            high_hz=config.beep_high_hz,
+        )
+        self.sit = SitDetector(sample_rate)
+        self._pending: BeepEvent | None = None
+        self._pending_loud = False
+        self._levels: deque[tuple[float, float]] = deque(maxlen=150)  # 3 s of 20 ms frames
+        self._music_until = -1.0
+        self.active = False
+
+    def push(self, t: float, samples: np.ndarray) -> None:
+        if not self.active or len(samples) == 0:
+            return
+        level = 10 * math.log10(float(np.mean(samples * samples)) + 1e-12)
+        self._levels.append((t, level))
+        end = t + len(samples) / self.sample_rate
+        for ev in self.sit.push(samples, t):
+            self._pending = None
+            self._emit("sit", ev.start, ev.end, ev.hz)
+        for beep in self.beeps.push(samples, t):
+            if beep.start < self._music_until or not self._is_beep(beep):
+                self._pending = None
+                continue
+            self._pending, self._pending_loud = beep, False
+        p = self._pending
+        if p is None:
+            return
+        beep_level = max((lv for ft, lv in self._levels if p.start <= ft < p.end), default=level)
+        if t >= p.end + 0.04 and level > beep_level - 15.0:
+            self._pending_loud = True
+        if end >= p.end + self.cfg.beep_quiet_after:
+            self._pending = None
+            if self._pending_loud:
+                # tone after tone: music or call progress; ignore tones for a while
+                self._music_until = end + 1.5
+            else:
+                self._emit("beep", p.start, p.end, p.hz)
+
+    def _is_beep(self, beep: BeepEvent) -> bool:
+        if beep.end - beep.start > self.max_seconds:
+            return False
+        if len(beep.hz) == 2:
+            lo, hi = sorted(beep.hz)
+            for a, b in _PROGRESS_PAIRS:
+                if abs(lo - a) < 15 and abs(hi - b) < 15:
+                    return False
+            ratio = hi / lo
+            if abs(ratio - round(ratio)) < 0.03:
+                return False  # a note and its harmonic: music, not a beep
+        return True
+
+    def _emit(self, tone: str, start: float, end: float, hz: tuple[float, ...]) -> None:
+        now = asyncio.get_running_loop().time()
+        self._publish(
+            AmdTone(
+                call_id=self._call_id,
+                at=now,
+                tone=tone,  # type: ignore[arg-type]
+                start=start,
+                end=end,
+                hz=tuple(round(f, 1) for f in hz),
+            )
+        )
 
 
 class AmdActor(Actor):
-    """Subscribes to the callee's turns; publishes ``AmdPrediction`` messages once implemented."""
+    """The call's AMD: per-turn predictions with rolling history, and one completion.
 
-    SUBSCRIBES = ("call_answered", "user_turn_completed", "dtmf_sent", "agent_turn_completed")
+    Args:
+        call_id: The call.
+        bus: The call bus.
+        config: Thresholds (``amd:`` in the agent config).
+        classifier: The model for turns phrases and tones do not settle
+            (the built-in lexical model when None).
+        speech_end_offset: How long after the end of the voice the speech-stopped
+            event arrives (the VAD's silence window; 0 in text-only replays).
+        sample_rate: Rate of the audio tap's frames.
+        enabled: False on calls that skip AMD (inbound): the actor stays idle.
+    """
 
-    def __init__(self, *, call_id: str, bus: Bus) -> None:
+    SUBSCRIBES = (
+        "call_answered",
+        "user_speech_started",
+        "user_speech_stopped",
+        "user_transcript",
+        "agent_speech_started",
+        "agent_turn_completed",
+        "dtmf_sent",
+        "amd_tone",
+        "voicemail_left",
+        "call_ended",
+    )
+
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        bus: Bus,
+        config: AmdConfig | None = None,
+        classifier: llm.DecisionModel | None = None,
+        speech_end_offset: float = 0.0,
+        sample_rate: int = 16000,
+        enabled: bool = True,
+    ) -> None:
         super().__init__("amd")
         self.call_id = call_id
         self.bus = bus
+        self.cfg = config or AmdConfig()
+        self.enabled = enabled
+        self.detector = AmdDetector(self.cfg)
+        self.lexical = LexicalAmdModel(short_words=self.cfg.short_greeting_words)
+        self.classifier = classifier or self.lexical
+        self.speech_end_offset = speech_end_offset
+        self.tones = ToneListener(sample_rate, self.cfg, bus.publish, call_id)
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self.answered_at: float | None = None
-        self.turns_seen = 0
         bus.subscribe(self.SUBSCRIBES, self)
 
+    def audio_tap(self, t: float, samples: np.ndarray) -> None:
+        """The transport calls this with every callee frame (loop time, float32 samples)."""
+        self.tones.push(t, samples)
+
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time()
+
     async def receive(self, msg: Any) -> Any:
+        if not self.enabled:
+            return None
+        d = self.detector
+        t = self._now()
+        out: list[Output] = []
         match msg.kind:
             case "call_answered":
                 self.answered_at = msg.at
-            case "user_turn_completed":
-                self.turns_seen += 1
+                self.tones.active = True
+                out = d.answered(msg.at)
+            case "user_speech_started":
+                out = d.speech_started(msg.at)
+            case "user_speech_stopped":
+                out = d.speech_stopped(msg.at, msg.at - self.speech_end_offset)
+            case "user_transcript" if msg.final:
+                out = d.transcript(t, msg.text)
+            case "agent_speech_started":
+                out = d.agent_speech_started(t)
+            case "agent_turn_completed":
+                out = d.agent_turn(t, msg.text)
+            case "dtmf_sent":
+                out = d.dtmf_sent(t, msg.digits)
+            case "amd_tone":
+                out = d.tone(t, msg.tone, msg.start, msg.end)
+            case "amd_classified":
+                out = d.classified(t, msg.turn, msg.category, msg.confidence, msg.reason)
+            case "timer_fired":
+                out = d.timer(t, msg.name)
+            case "voicemail_left":
+                out = d.voicemail_left(t)
+            case "call_ended":
+                self.tones.active = False
+                out = d.call_ended(t)
+        self._apply(out, turn_id=getattr(msg, "turn_id", None))
         return None
+
+    def _apply(self, outputs: list[Output], *, turn_id: str | None) -> None:
+        loop = asyncio.get_running_loop()
+        for o in outputs:
+            match o:
+                case ArmTimer(name=name, at=at):
+                    self._cancel(name)
+                    self._timers[name] = loop.call_at(at, self._fire, name)
+                case CancelTimer(name=name):
+                    self._cancel(name)
+                case Classify():
+                    task = asyncio.ensure_future(self._classify(o))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+                case Predicted():
+                    self.bus.publish(
+                        AmdPrediction(
+                            call_id=self.call_id,
+                            at=o.at,
+                            category=o.category,
+                            stage=o.stage,
+                            final=False,
+                            reason=o.reason,
+                            turn_id=turn_id or f"amd_{o.turn}",
+                            turn=o.turn,
+                            confidence=round(o.confidence, 3),
+                            transcript=o.transcript,
+                            delay=o.delay,
+                            evidence=o.evidence,
+                            provisional=o.provisional,
+                            changed=o.changed,
+                            asks=o.asks,
+                        )
+                    )
+                case Completed():
+                    self.tones.active = self.tones.active and o.category != "machine-unavailable"
+                    self.bus.publish(
+                        AmdCompleted(
+                            call_id=self.call_id,
+                            at=loop.time(),
+                            category=o.category,
+                            stages=o.stages,
+                            decided_at=o.decided_at,
+                            reason=o.reason,
+                        )
+                    )
+
+    async def _classify(self, req: Classify) -> None:
+        text = history_input(stage=req.stage, turns=req.turns, dtmf=req.dtmf)
+        decisions = {"category": AMD_DECISION}
+        result: tuple[str, float, str] | None = None
+        for model in dict.fromkeys([self.classifier, self.lexical]):
+            try:
+                resp = await asyncio.wait_for(
+                    model.evaluate(
+                        input=text,
+                        decisions=decisions,
+                        conn_options=APIConnectOptions(
+                            max_retry=0, timeout=self.cfg.classifier_timeout
+                        ),
+                    ),
+                    self.cfg.classifier_timeout,
+                )
+                choice = resp.results.get("category")
+                if choice is None or choice.kind != "choice":
+                    raise ValueError(resp.errors.get("category", "no category"))
+                probs = choice.probabilities or {}
+                conf = float(probs.get(choice.value, 0.9 if model is not self.lexical else 0.7))
+                reason = str(choice.provider_data.get("reason", "")) or f"classifier {model.model}"
+                result = (choice.value, conf, reason)
+                break
+            except Exception as exc:  # a slow or failing model must not stall AMD
+                logger.warning(
+                    "amd classifier failed; falling back",
+                    extra={"call_id": self.call_id, "error": type(exc).__name__},
+                )
+        if result is not None and not self.stopped:
+            self.tell_nowait(_Classified(req.turn, *result))
+
+    def _fire(self, name: str) -> None:
+        self._timers.pop(name, None)
+        if not self.stopped:
+            self.tell_nowait(TimerFired(call_id=self.call_id, at=self._now(), name=name))
+
+    def _cancel(self, name: str) -> None:
+        h = self._timers.pop(name, None)
+        if h is not None:
+            h.cancel()
+
+    async def on_stop(self) -> None:
+        self.tones.active = False
+        for name in list(self._timers):
+            self._cancel(name)
+        for task in list(self._tasks):
+            task.cancel()

@@ -63,6 +63,9 @@ SCREENING_STRONG: tuple[str, ...] = (
     "screening service",
     "google assistant",
     "the person you are calling is using",
+    "call assistant",
+    "calling assistant",
+    "get a copy of this conversation",
 )
 SCREENING_HINTS: tuple[str, ...] = ("who is calling", "what is this regarding")
 
@@ -107,6 +110,14 @@ UNAVAILABLE_STRONG: tuple[str, ...] = (
     "try your call again later",
     "check the number and dial again",
     "is not accepting calls",
+    "has not set up",
+    "not set up their voicemail",
+    "not been set up",
+    "is not set up",
+    "voicemail box is full",
+    "cannot accept messages",
+    "cannot accept any messages",
+    "not accepting messages",
 )
 # Carrier voicemail often opens "the number you have dialed is not available,
 # please leave a message": on its own this opener must not end the call.
@@ -366,19 +377,36 @@ class PhraseVerdict:
         return Prediction(turn, self.category, self.strength, self.reason)
 
 
+#: Voicemail phrases that only say when to speak; after a screener's ask
+#: ("say your name after the tone") they belong to the screener.
+TONE_ONLY: frozenset[str] = frozenset(
+    {"after the tone", "after the beep", "at the tone", "at the beep"}
+)
+
+
+def _places(hits: Sequence[PhraseHit]) -> int:
+    """How many separate places in the text the hits come from (overlapping hits count once)."""
+    starts = sorted(h.start_word for h in hits)
+    return sum(1 for i, w in enumerate(starts) if i == 0 or w - starts[i - 1] > 3)
+
+
 def _decide(hits: Sequence[PhraseHit]) -> tuple[AmdCategory, list[PhraseHit]] | None:
     by_cat: dict[AmdCategory, list[PhraseHit]] = {}
     for hit in hits:
         by_cat.setdefault(hit.category, []).append(hit)
     screening = by_cat.get("machine-screening", [])
     vm = by_cat.get("machine-vm", [])
+    ivr = by_cat.get("machine-ivr", [])
     if "machine-unavailable" in by_cat:
         return "machine-unavailable", by_cat["machine-unavailable"]
     if screening and vm:
         first_screen = min(h.start_word for h in screening)
-        takeover = [h for h in vm if h.start_word > first_screen]
+        takeover = [h for h in vm if h.start_word > first_screen and h.phrase not in TONE_ONLY]
         if takeover:
             return "machine-vm", takeover
+    if ivr and len(vm) >= 2 and _places(ivr) == 1:
+        # a voicemail greeting that mentions one key ("press pound for more options")
+        return "machine-vm", vm
     for category in ("machine-ivr", "machine-screening", "machine-vm", "wait"):
         if category in by_cat:
             return category, by_cat[category]

@@ -241,3 +241,28 @@ def _construct(spec: str, factory: Any, **kwargs: Any) -> Any:
     except TypeError as e:
         # an option the plugin does not take, e.g. "got an unexpected keyword argument"
         raise ModelConfigError(f"{spec}: {e}") from e
+
+
+def build_amd_classifier(
+    spec: str, *, session_llm: llm.LLM | None = None, base_url: str | None = None
+) -> Any:
+    """Build the AMD classifier (a livekit ``llm.DecisionModel``).
+
+    Args:
+        spec: ``lexical`` (built in, offline; returns None so AMD uses its own),
+            ``session`` (the agent's own LLM) or an LLM model string.
+        session_llm: The agent's LLM, for ``session``.
+        base_url: An OpenAI-compatible server for ``openai/<model>``.
+
+    Raises:
+        UnknownModelError: ``spec`` is not a known LLM.
+    """
+    from amd.classifier import LlmAmdModel
+
+    if spec == "lexical":
+        return None
+    if spec == "session":
+        if session_llm is None:
+            raise ModelConfigError("amd.classifier: session needs the agent's LLM")
+        return LlmAmdModel(session_llm)
+    return LlmAmdModel(build_llm(spec, base_url=base_url))

@@ -14,6 +14,7 @@ from typing import Any
 from ..messages import (
     AgentSpeechStarted,
     AgentTurnCompleted,
+    AmdCompleted,
     AmdPrediction,
     CallAnswered,
     CallEnded,
@@ -22,6 +23,7 @@ from ..messages import (
     UserSpeechStarted,
     UserSpeechStopped,
     UserTurnCompleted,
+    VoicemailLeft,
 )
 from ..runtime import ALL, Bus
 from .results import AmdResult, CallResult, GuardrailEvaluation, Turn, collapse_stages
@@ -51,6 +53,8 @@ class CallObserver:
     _runs: dict[str, _AgentRun] = field(default_factory=dict)
     _run_order: list[str] = field(default_factory=list)
     _amd: list[AmdPrediction] = field(default_factory=list)
+    _amd_done: AmdCompleted | None = None
+    voicemail_left: bool = False
     _guardrail: list[GuardrailEvaluated] = field(default_factory=list)
     dtmf_sent: str = ""
     latencies: list[float] = field(default_factory=list)
@@ -94,6 +98,11 @@ class CallObserver:
                 run.end, run.text, run.interrupted, run.done = at, text, interrupted, True
             case AmdPrediction():
                 self._amd.append(msg)
+            case AmdCompleted():
+                if self._amd_done is None:
+                    self._amd_done = msg
+            case VoicemailLeft():
+                self.voicemail_left = True
             case GuardrailEvaluated():
                 self._guardrail.append(msg)
             case DtmfSent(digits=digits):
@@ -135,34 +144,12 @@ class CallObserver:
                 )
             )
         turns.sort(key=lambda item: item[0])
-        amd: AmdResult | None = None
-        if answered:
-            finals = [p for p in self._amd if p.final]
-            stages = collapse_stages(p.category for p in self._amd if p.category != "wait")
-            if finals:
-                last = finals[-1]
-                amd = AmdResult.model_validate(
-                    {
-                        "category": last.category,
-                        "stages": stages,
-                        "decided_at": self._rel(last.at),
-                        "reason": last.reason,
-                    }
-                )
-            else:
-                amd = AmdResult.model_validate(
-                    {
-                        "category": "uncertain",
-                        "stages": stages,
-                        "decided_at": None,
-                        "reason": "no-decision",
-                    }
-                )
+        amd = self._amd_result() if answered else None
         return CallResult(
             name=name,
             amd=amd,
             disposition=self.ended.disposition,
-            voicemail_left=False,
+            voicemail_left=self.voicemail_left,
             dtmf_sent=self.dtmf_sent,
             duration=self._rel(self.ended.at) if answered else 0.0,
             agent_first_audio_at=self._rel(first_audio) if first_audio is not None else None,
@@ -178,4 +165,44 @@ class CallObserver:
                 for g in self._guardrail
                 if g.action != "error"
             ],
+        )
+
+    def _amd_result(self) -> AmdResult:
+        """AMD's completion when it came; otherwise what its predictions add up to."""
+        done = self._amd_done
+        if done is not None:
+            return AmdResult.model_validate(
+                {
+                    "category": done.category,
+                    "stages": list(done.stages),
+                    "decided_at": self._rel(done.decided_at)
+                    if done.decided_at is not None
+                    else None,
+                    "reason": done.reason,
+                }
+            )
+        # the call ended before AMD reported completion: replay its stage changes
+        stages: list[str] = []
+        decided: float | None = None
+        reason = "no-decision"
+        pending_human: AmdPrediction | None = None
+        for p in self._amd:
+            if p.provisional:
+                pending_human = p
+                continue
+            if pending_human is not None and p.changed:
+                pending_human = None  # corrected
+            if p.changed and (not stages or stages[-1] != p.stage) and p.stage != "uncertain":
+                stages.append(p.stage)
+                decided, reason = p.at, p.reason
+        if pending_human is not None:
+            stages.append("human")
+            decided, reason = pending_human.at, pending_human.reason
+        return AmdResult.model_validate(
+            {
+                "category": stages[-1] if stages else "uncertain",
+                "stages": collapse_stages(stages),
+                "decided_at": self._rel(decided) if decided is not None else None,
+                "reason": reason,
+            }
         )

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..call import ModelSet, new_call_id, run_call
 from ..config import AgentConfig
 from ..messages import AgentSpeechStarted
-from ..models.registry import build_llm, build_stt, build_tts, build_vad
+from ..models.registry import build_amd_classifier, build_llm, build_stt, build_tts, build_vad
 from ..runtime import Bus
 from ..telephony.sim_io import TranscriptFeedSTT
 from ..telephony.simulator import CallSimulator, SpeechSynth
@@ -58,6 +58,9 @@ class ReplayedCall:
     wall_seconds: float
     #: end of the callee's audio (ground truth) to the agent's first audio, per answered line
     latencies_from_audio_end: list[float] = field(default_factory=list)
+    #: AMD's decision time minus the end of the callee's first line (None when
+    #: there was no decision or no line).
+    amd_delay: float | None = None
 
 
 class Replayer:
@@ -85,20 +88,27 @@ class Replayer:
 
     def _build_models(self) -> ModelSet:
         m = self.config.models
+        main_llm = build_llm(m.llm, base_url=m.llm_base_url)
+        classifier = build_amd_classifier(
+            self.config.amd.classifier, session_llm=main_llm, base_url=m.llm_base_url
+        )
         if self.options.text_only:
             return ModelSet(
                 stt=TranscriptFeedSTT(),
-                llm=build_llm(m.llm, base_url=m.llm_base_url),
+                llm=main_llm,
                 tts=build_tts(m.text_only_tts, sample_rate=m.tts_sample_rate),
                 vad=None,
                 turn_detection="stt",
+                amd_classifier=classifier,
             )
         return ModelSet(
             stt=build_stt(m.stt),
-            llm=build_llm(m.llm, base_url=m.llm_base_url),
+            llm=main_llm,
             tts=build_tts(m.tts, sample_rate=m.tts_sample_rate),
             vad=build_vad(m.vad, min_silence_duration=self.config.turn.vad_min_silence),
             turn_detection="vad",
+            speech_end_offset=self.config.turn.vad_min_silence,
+            amd_classifier=classifier,
         )
 
     def _default_synth(self) -> SpeechSynth:
@@ -126,7 +136,14 @@ class Replayer:
         models = self.models()
         if self.options.text_only:
             # the feed is per call: a fresh one so no event leaks between calls
-            models = ModelSet(TranscriptFeedSTT(), models.llm, models.tts, None, "stt")
+            models = ModelSet(
+                TranscriptFeedSTT(),
+                models.llm,
+                models.tts,
+                None,
+                "stt",
+                amd_classifier=models.amd_classifier,
+            )
         synth = self._synth
         if synth is None and not self.options.text_only:
             synth = self._synth = self._default_synth()
@@ -167,6 +184,7 @@ class Replayer:
             observer.latencies,
             time.perf_counter() - wall0,
             _audio_end_latencies(sim.played, observer.messages),
+            _amd_delay(sim, observed),
         )
 
     async def replay_all(
@@ -201,3 +219,13 @@ def _audio_end_latencies(
         if reply is not None and reply < next_line:
             out.append(reply - end)
     return out
+
+
+def _amd_delay(sim: CallSimulator, observed: CallResult) -> float | None:
+    """Seconds from the end of the callee's first spoken line to AMD's decision."""
+    if observed.amd is None or observed.amd.decided_at is None or sim.answered_at is None:
+        return None
+    lines = [end for payload, _, end in sim.played if payload in ("say", "audio")]
+    if not lines:
+        return None
+    return observed.amd.decided_at - (lines[0] - sim.answered_at)

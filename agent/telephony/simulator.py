@@ -122,8 +122,9 @@ class CallSimulator:
         self.audio_input = CalleeAudioInput(
             sample_rate=sample_rate,
             noise=self._noise if self._noise_level is not None else None,
-            on_frame=self._record_callee if record else None,
+            on_frame=self._on_callee_frame,
         )
+        self._taps: list[Callable[[float, np.ndarray], None]] = []
         self.audio_output = AgentAudioOutput(on_played=self._record_agent if record else None)
         self.segments: list[PreparedSegment] = []
         self.dtmf_sent = ""
@@ -193,6 +194,10 @@ class CallSimulator:
 
     def set_dtmf_handler(self, handler: Callable[[str], None]) -> None:
         self._dtmf_handler = handler
+
+    def add_audio_tap(self, tap: Callable[[float, np.ndarray], None]) -> None:
+        """Call ``tap(loop time, float32 samples)`` with every callee frame (AMD listens here)."""
+        self._taps.append(tap)
 
     def set_hangup_handler(self, handler: Callable[[], None]) -> None:
         self._hangup_handler = handler
@@ -334,6 +339,11 @@ class CallSimulator:
     def _noise(self, n: int) -> np.ndarray:
         assert self._noise_level is not None
         return (self._rng.standard_normal(n) * self._noise_level).astype(np.float32)
+
+    def _on_callee_frame(self, start: float, samples: np.ndarray) -> None:
+        self._record_callee(start, samples)
+        for tap in self._taps:
+            tap(start, samples)
 
     def _record_callee(self, start: float, samples: np.ndarray) -> None:
         if self.recorder is not None and self.answered_at is not None:

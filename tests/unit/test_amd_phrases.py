@@ -237,4 +237,7 @@ def test_ambiguous_human_sentence_may_report_evidence() -> None:
 def test_precedence_unavailable_over_voicemail_and_ivr() -> None:
     text = "Press 1 to leave a message. The mailbox is full."
     assert _verdict(text) == "machine-unavailable"
-    assert _verdict("Leave a message after the tone, or press 1 for more options.") == "machine-ivr"
+    # a voicemail greeting that mentions one key is still a voicemail...
+    assert _verdict("Leave a message after the tone, or press 1 for more options.") == "machine-vm"
+    # ...but a menu with several options is a menu
+    assert _verdict("To leave a message press 1. For the operator press 0.") == "machine-ivr"

@@ -108,23 +108,40 @@ def test_barge_in_interrupts_only_the_agent_turn_in_flight() -> None:
     assert callee_after and callee_after[0].start == pytest.approx(cut.start + 0.8, abs=0.1)
 
 
-def test_silent_callee_gets_an_opening_after_two_seconds(tmp_path: Any) -> None:
-    call = _inline(
-        """
+SILENT_CALLEE = """
 name: silent-callee
 answer: {status: answered, after: 1.0}
 callee:
   - at: 12.0
     hangup: true
 max_seconds: 30
-""",
-        tmp_path,
-    )
-    (r,) = _replay([call])
+"""
+
+
+def test_without_amd_a_silent_callee_gets_an_opening_after_two_seconds(tmp_path: Any) -> None:
+    call = _inline(SILENT_CALLEE, tmp_path)
+    (r,) = _replay([call], _replayer(amd={"enabled": False}))
     agent = [t for t in r.result.turns if t.role == "agent"]
     assert agent and agent[0].start == pytest.approx(2.0, abs=0.1)
     assert r.result.disposition == "completed"
     assert r.result.duration == pytest.approx(12.0, abs=0.1)
+
+
+def test_with_amd_a_silent_callee_is_uncertain_then_greeted_as_a_person(tmp_path: Any) -> None:
+    call = _inline(SILENT_CALLEE, tmp_path)
+    (r,) = _replay([call])
+    agent = [t for t in r.result.turns if t.role == "agent"]
+    # the no-speech timeout (10 s) settles AMD; the default is to proceed as human
+    assert agent and agent[0].start == pytest.approx(10.0, abs=0.1)
+    assert r.result.amd is not None and r.result.amd.category == "uncertain"
+    assert r.result.amd.decided_at == pytest.approx(10.0, abs=0.1)
+
+
+def test_uncertain_can_hang_up_instead(tmp_path: Any) -> None:
+    call = _inline(SILENT_CALLEE, tmp_path)
+    (r,) = _replay([call], _replayer(amd={"uncertain_action": "hangup"}))
+    assert [t for t in r.result.turns if t.role == "agent"] == []
+    assert r.result.duration == pytest.approx(10.0, abs=0.1)
 
 
 def test_replay_time_bound_ends_a_call_that_never_hangs_up(tmp_path: Any) -> None:
@@ -151,8 +168,11 @@ def test_unanswered_calls_have_no_amd_and_take_no_time() -> None:
 
 
 def test_dtmf_trigger_times_out_when_the_agent_sends_no_keys() -> None:
-    (r,) = _replay([_call("ivr-pharmacy-digits")])
-    assert r.result.ok and r.result.dtmf_sent == ""
+    # a goal no option matches: the agent keeps listening and the menu moves on by itself
+    call = _call("ivr-pharmacy-digits").model_copy(update={"agent": {"ivr_goal": "parking"}})
+    (r,) = _replay([call])
+    assert r.result.dtmf_sent == ""
+    assert r.result.amd is not None and r.result.amd.stages == ["machine-ivr", "human"]
 
 
 def test_results_do_not_depend_on_speed() -> None:

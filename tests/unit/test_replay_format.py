@@ -28,7 +28,9 @@ from agent.replay.loader import RecordedCallError, load_call, load_paths
 ROOT = Path(__file__).resolve().parents[2]
 CALLS = ROOT / "tests" / "calls"
 DEMO = ROOT / "configs" / "demo"
+AMD_CALLS = CALLS / "amd"
 FIXTURES = sorted(CALLS.glob("*.call.yaml")) + sorted(DEMO.glob("*.call.yaml"))
+AMD_FIXTURES = sorted(AMD_CALLS.glob("*.call.yaml"))
 DTMF_SECONDS_PER_KEY = 0.25  # generous: a 100 ms tone and a 100 ms pause
 
 
@@ -61,19 +63,45 @@ def _end_if_agent_stays_silent(call: RecordedCall) -> float:
     return end
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", FIXTURES + AMD_FIXTURES, ids=lambda p: p.name)
 def test_fixture_loads_and_ends_by_itself(path: Path) -> None:
     call = load_call(path)
 
     assert call.source_path == path
-    assert call.max_seconds <= (45 if path.parent == DEMO else 60)
-    assert call.expect.model_fields_set <= {"disposition"}  # no AMD yet
+    assert call.max_seconds <= (45 if path.parent == DEMO else 90)
     if call.answered:
         assert isinstance(call.callee[-1].payload, HangupPayload)
         assert _end_if_agent_stays_silent(call) < call.max_seconds
-        assert call.expect.disposition in (None, "completed")
+        assert call.expect.disposition in ("completed", "voicemail", "unavailable")
+        # every answered outbound call says what AMD must conclude
+        assert call.expect.amd is not None or call.direction == "inbound"
     else:
         assert call.expect.disposition == call.answer.status
+
+
+def test_amd_suite_covers_every_category() -> None:
+    calls = load_paths([AMD_CALLS])
+    assert len(calls) >= 40
+    finals = {c.expect.amd for c in calls}
+    assert finals == {
+        "human",
+        "machine-vm",
+        "machine-ivr",
+        "machine-screening",
+        "machine-unavailable",
+        "uncertain",
+    }
+    stages = {tuple(c.expect.amd_stages or ()) for c in calls}
+    for seq in (
+        ("machine-screening", "human"),
+        ("machine-screening", "machine-vm"),
+        ("machine-ivr", "human"),
+        ("machine-ivr", "machine-vm"),
+        ("machine-unavailable",),
+        ("machine-vm",),
+        ("human",),
+    ):
+        assert seq in stages, seq
 
 
 def test_suites_load_with_unique_names() -> None:

@@ -1,0 +1,82 @@
+"""AMD settings: every threshold the detector and the call controller use.
+
+Loaded as the ``amd:`` section of an agent config (``agent/config.py``), so a
+recorded call can override any of them under ``agent: {amd: {...}}`` and the
+environment can set them as ``CALLRT_AMD__<KEY>``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["AmdConfig"]
+
+
+class AmdConfig(BaseModel):
+    """Answering-machine detection on outbound calls.
+
+    Times are seconds. The listening window starts at the answer.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """Detect on outbound calls (inbound calls never run AMD)."""
+    no_speech_timeout: float = Field(default=10.0, gt=0.0, le=120.0)
+    """No callee speech at all for this long settles the call as ``uncertain``."""
+    hard_timeout: float = Field(default=120.0, gt=0.0, le=600.0)
+    """From the answer; new turns cannot extend it. The current stage becomes final."""
+    uncertain_action: Literal["human", "hangup"] = "human"
+    """What ``uncertain`` at a timeout leads to: talk as to a person, or hang up."""
+    human_silence: float = Field(default=0.5, ge=0.1, le=3.0)
+    """Silence after a short greeting ("Hello?") that makes the callee a person."""
+    long_greeting_silence: float = Field(default=1.0, ge=0.1, le=5.0)
+    """Silence needed after a longer greeting that carries no person markers."""
+    short_greeting_words: int = Field(default=3, ge=1, le=10)
+    """A greeting of at most this many words is short."""
+    human_confirm_window: float = Field(default=6.0, ge=0.0, le=30.0)
+    """A fast "person" verdict is provisional this long (or until the callee's next
+    turn): a beep or a voicemail take-over phrase in that time corrects it."""
+    human_confirm_after_agent: float = Field(default=2.5, ge=0.0, le=30.0)
+    """When the confirm window ends while the agent is still talking, the verdict
+    is confirmed this long after the agent's turn ends (if nothing corrected it)."""
+    strong_evidence: float = Field(default=0.85, ge=0.0, le=1.0)
+    """Confidence a prediction needs to move the call out of a machine stage."""
+    history_turns: int = Field(default=4, ge=1, le=20)
+    """Callee turns the phrase gate and the classifier read."""
+    machine_reply_silence: float = Field(default=1.5, ge=0.0, le=10.0)
+    """Continuous callee silence before any reply in a machine stage."""
+    vm_silence_without_beep: float = Field(default=1.5, ge=0.0, le=10.0)
+    """With no beep, the voicemail message starts after this much silence."""
+    beep_gap: float = Field(default=0.15, ge=0.0, le=2.0)
+    """Pause between the end of the beep and the voicemail message."""
+    beep_min_seconds: float = Field(default=0.15, ge=0.05, le=3.0)
+    beep_low_hz: float = Field(default=400.0, ge=100.0, le=4000.0)
+    beep_high_hz: float = Field(default=2000.0, ge=200.0, le=4000.0)
+    beep_quiet_after: float = Field(default=0.25, ge=0.0, le=2.0)
+    """A tone counts as a beep only if no other tone follows within this time
+    (hold music and ringback are tone sequences)."""
+    post_message_wait: float = Field(default=10.0, ge=0.0, le=60.0)
+    """After the voicemail message, how long to wait for a post-message menu."""
+    max_ivr_attempts: int = Field(default=3, ge=1, le=20)
+    """Menu turns answered before the call gives up on the IVR."""
+    ivr_fallback: Literal["wait", "llm"] = "wait"
+    """When no menu option matches the goal: keep listening (the menu repeats or
+    routes to an operator), or let the LLM reply with the send_dtmf tool (use
+    ``llm`` with a tool-calling model)."""
+    classifier: str = "lexical"
+    """Classifier for turns the phrase gate and acoustics do not settle:
+    ``lexical`` (offline, built in), ``session`` (the agent's own LLM) or a model
+    string such as ``openai/gpt-4.1-mini``."""
+    classifier_timeout: float = Field(default=2.0, gt=0.0, le=30.0)
+    """A slower classifier is ignored and the lexical verdict stands."""
+
+    @model_validator(mode="after")
+    def _check(self) -> AmdConfig:
+        if self.beep_low_hz >= self.beep_high_hz:
+            raise ValueError("beep_low_hz must be below beep_high_hz")
+        if self.no_speech_timeout > self.hard_timeout:
+            raise ValueError("no_speech_timeout must not exceed hard_timeout")
+        return self

@@ -1,0 +1,612 @@
+"""The AMD policy: turns, evidence, timers and the stage, with no asyncio and no I/O.
+
+:class:`AmdDetector` is fed events with their times (the answer, callee speech
+start/stop, final transcripts, beeps and SIT tones, the agent's turns and DTMF,
+classifier answers and its own timers) and returns :class:`Output` items: the
+predictions to publish, timers to arm or cancel, classifier requests and the
+completion. The AMD actor (``amd/actor.py``) carries them out.
+
+Evidence, cheapest first:
+
+1. **Tones**: a beep is strong ``machine-vm``; a SIT tri-tone is strong
+   ``machine-unavailable``. Both are decided the moment they are heard.
+2. **Phrases** (``amd/phrases.py``) over the rolling window of callee turns,
+   as soon as each final transcript arrives. Strong phrases decide at once;
+   ``wait`` phrases are reported but keep the stage.
+3. **Timing and the classifier**: a turn without strong phrases is settled
+   once the callee has been silent long enough: ``human_silence`` after a
+   short greeting or a turn with person markers ("Hello?", "Kelly speaking,
+   how can I help?"), ``long_greeting_silence`` otherwise. The classifier
+   (``amd/classifier.py``, behind livekit's ``DecisionModel``) answers those.
+
+A fast "person" verdict is **provisional**: the controller starts talking at
+once, but the stage machine records ``human`` (terminal) only when the
+callee's next turn shows no voicemail evidence, or when the confirm window
+passes. A beep, a SIT or a strong voicemail/unavailable phrase in that window
+corrects it ("Hello? ... gotcha, leave a message"; a short greeting whose beep
+comes late).
+
+Timeouts: no callee words for ``no_speech_timeout`` settles the call as
+``uncertain``; ``hard_timeout`` from the answer makes the current stage final.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from agent.messages import AmdCategory, FinalAmdCategory
+
+from .config import AmdConfig
+from .fsm import Prediction, StageMachine
+from .phrases import HINT_WEIGHT, PhraseVerdict, classify_phrases, match, normalise
+
+__all__ = [
+    "AmdDetector",
+    "Predicted",
+    "Completed",
+    "ArmTimer",
+    "CancelTimer",
+    "Classify",
+    "Output",
+    "ASK_PHRASES",
+]
+
+#: Phrases by which a machine asks the caller for something (a reply is due).
+ASK_PHRASES: frozenset[str] = frozenset(
+    {
+        "record your name",
+        "reason for calling",
+        "state your name",
+        "say your name",
+        "why you are calling",
+        "who is calling",
+        "what is this regarding",
+        "asking for more information",
+        "press {d} for",
+        "press {d} to",
+        "or press {d}",
+        "for {w} press",
+        "for {w} {w} press",
+        "say or press",
+        "press the pound key",
+        "press pound",
+        "dial the extension",
+        "know your party's extension",
+        "to speak to a representative",
+        "to speak with a representative",
+    }
+)
+
+_NOISE = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|[♪♫]")
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """A prediction to publish (see ``agent.messages.AmdPrediction``)."""
+
+    turn: int
+    category: AmdCategory
+    stage: FinalAmdCategory
+    confidence: float
+    reason: str
+    evidence: tuple[str, ...]
+    transcript: str
+    at: float
+    delay: float | None
+    provisional: bool = False
+    changed: bool = False
+    asks: bool = False
+
+
+@dataclass(frozen=True)
+class Completed:
+    """AMD is done."""
+
+    category: FinalAmdCategory
+    stages: tuple[FinalAmdCategory, ...]
+    decided_at: float | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class ArmTimer:
+    name: str
+    at: float
+
+
+@dataclass(frozen=True)
+class CancelTimer:
+    name: str
+
+
+@dataclass(frozen=True)
+class Classify:
+    """Ask the classifier about ``turn``; answer with :meth:`AmdDetector.classified`."""
+
+    turn: int
+    stage: FinalAmdCategory
+    turns: tuple[tuple[str, str], ...]
+    dtmf: str
+
+
+Output = Predicted | Completed | ArmTimer | CancelTimer | Classify
+
+
+def clean_transcript(text: str) -> str:
+    """Drops recogniser annotations such as ``[MUSIC]`` or ``(upbeat music)``."""
+    return " ".join(_NOISE.sub(" ", text).split())
+
+
+@dataclass
+class _Turn:
+    index: int
+    text: str
+    start: float | None
+    end: float | None = None
+    settled: bool = False
+    verdict: PhraseVerdict | None = None
+    #: the callee started this turn while the agent was talking (a recording
+    #: talks on regardless; a person answering us waits for our turn to end)
+    overlapped: bool = False
+
+
+@dataclass
+class _State:
+    answered_at: float | None = None
+    speaking: bool = False
+    speech_start: float | None = None
+    last_speech_end: float | None = None
+    heard_words: bool = False
+    turns: list[_Turn] = field(default_factory=list)
+    context: list[tuple[str, str]] = field(default_factory=list)  # (role, text), all roles
+    dtmf: str = ""
+    provisional_at: float | None = None
+    provisional_turn: int | None = None
+    agent_spoke_since_provisional: bool = False
+    agent_speaking: bool = False
+    speech_overlaps_agent: bool = False
+    confirm_due: bool = False
+    decided_at: float | None = None
+    done: bool = False
+    sit_at: float | None = None
+
+
+class AmdDetector:
+    """The AMD policy for one call.
+
+    Args:
+        config: Thresholds.
+    """
+
+    def __init__(self, config: AmdConfig | None = None) -> None:
+        self.cfg = config or AmdConfig()
+        self.fsm = StageMachine(strong=self.cfg.strong_evidence)
+        self.s = _State()
+
+    # -- queries -----------------------------------------------------------------
+
+    @property
+    def stage(self) -> FinalAmdCategory:
+        """The stage the controller should act on (a provisional person counts)."""
+        if self.s.provisional_at is not None:
+            return "human"
+        return self.fsm.stage
+
+    @property
+    def done(self) -> bool:
+        return self.s.done
+
+    @property
+    def provisional(self) -> bool:
+        return self.s.provisional_at is not None
+
+    # -- events ------------------------------------------------------------------
+
+    def answered(self, t: float) -> list[Output]:
+        """The call was answered: the listening window starts."""
+        self.s.answered_at = t
+        return [
+            ArmTimer("no_speech", t + self.cfg.no_speech_timeout),
+            ArmTimer("hard", t + self.cfg.hard_timeout),
+        ]
+
+    def speech_started(self, t: float) -> list[Output]:
+        s = self.s
+        if s.done or s.answered_at is None:
+            return []
+        s.speaking = True
+        s.speech_start = t
+        s.speech_overlaps_agent = s.agent_speaking
+        if not s.heard_words:
+            s.heard_words = True  # a long greeting may take longer than the timeout
+            return [CancelTimer("settle"), CancelTimer("no_speech")]
+        return [CancelTimer("settle")]
+
+    def speech_stopped(self, t: float, speech_end: float) -> list[Output]:
+        """The callee stopped talking; ``speech_end`` is when the voice ended."""
+        s = self.s
+        if s.done or s.answered_at is None:
+            return []
+        s.speaking = False
+        s.last_speech_end = max(speech_end, s.answered_at)
+        for turn in s.turns:
+            if not turn.settled and turn.end is None:
+                turn.end = s.last_speech_end
+        return self._arm_settle()
+
+    def transcript(self, t: float, text: str) -> list[Output]:
+        """A final transcript of callee speech."""
+        s = self.s
+        text = clean_transcript(text)
+        if s.done or s.answered_at is None or not normalise(text):
+            return []
+        out: list[Output] = []
+        if not s.heard_words:
+            s.heard_words = True
+            out.append(CancelTimer("no_speech"))
+        index = len(s.turns)
+        turn = _Turn(
+            index,
+            text,
+            start=s.speech_start,
+            end=None if s.speaking else (s.last_speech_end if s.last_speech_end else t),
+            overlapped=s.speech_overlaps_agent,
+        )
+        s.turns.append(turn)
+        s.context.append(("callee", text))
+        # phrases in this turn; a phrase the recogniser split across two segments
+        # ("please leave" / "a message after the tone") is read from the pair
+        turn.verdict = classify_phrases([text], window=1)
+        if (turn.verdict is None or turn.verdict.strength <= HINT_WEIGHT) and index > 0:
+            pair = classify_phrases([f"{s.turns[index - 1].text} {text}"], window=1)
+            before = classify_phrases([s.turns[index - 1].text], window=1)
+            new_strong = pair is not None and pair.strength > HINT_WEIGHT
+            if new_strong and (before is None or set(pair.phrases) - set(before.phrases)):  # type: ignore[union-attr]
+                turn.verdict = pair
+        if turn.verdict is not None and turn.verdict.strength > HINT_WEIGHT:
+            turn.settled = True
+            out += self._predict_phrase(t, turn)
+            return out
+        out += self._arm_settle()
+        return out
+
+    def tone(self, t: float, kind: str, start: float, end: float) -> list[Output]:
+        """A beep or a SIT tri-tone was heard (times in loop time)."""
+        s = self.s
+        if s.done or s.answered_at is None or end < s.answered_at:
+            return []
+        if kind == "sit":
+            s.sit_at = end
+            return self._predict(
+                t,
+                self._tone_turn(),
+                "machine-unavailable",
+                0.97,
+                "tone: special information tri-tone",
+                ("sit",),
+                "",
+                None,
+            )
+        if s.sit_at is not None and start - s.sit_at < 1.0:
+            return []  # the tail of a SIT, not a beep
+        if self.fsm.stage == "machine-screening" and self._screener_announced_tone():
+            # "say your name after the tone": the screener's own prompt tone
+            return self._predict(
+                t,
+                self._tone_turn(),
+                "wait",
+                0.9,
+                "tone: the screener's prompt tone",
+                ("beep",),
+                "",
+                None,
+                asks=True,
+            )
+        return self._predict(
+            t, self._tone_turn(), "machine-vm", 0.95, "tone: beep", ("beep",), "", None
+        )
+
+    def agent_turn(self, t: float, text: str) -> list[Output]:
+        s = self.s
+        s.agent_speaking = False
+        if text:
+            s.context.append(("agent", text))
+        if s.provisional_at is not None and s.confirm_due:
+            # the window ended while we talked: give the callee a moment to answer
+            s.confirm_due = False
+            return [ArmTimer("confirm", t + self.cfg.human_confirm_after_agent)]
+        return []
+
+    def agent_speech_started(self, t: float) -> list[Output]:
+        self.s.agent_speaking = True
+        if self.s.provisional_at is not None:
+            self.s.agent_spoke_since_provisional = True
+        return []
+
+    def voicemail_left(self, t: float) -> list[Output]:
+        """The voicemail message was played to the end: the call was a voicemail."""
+        if self.s.done:
+            return []
+        if self.fsm.stage != "machine-vm":
+            self.fsm.apply(Prediction(max(0, self.fsm.latest_turn), "machine-vm", 1.0, "left"))
+        return self._complete(t, "machine-vm", "voicemail message left")
+
+    def dtmf_sent(self, t: float, digits: str) -> list[Output]:
+        self.s.dtmf += digits
+        self.s.context.append(("dtmf", digits))
+        return []
+
+    def classified(
+        self, t: float, turn: int, category: str, confidence: float, reason: str
+    ) -> list[Output]:
+        """The classifier's answer for ``turn`` (a late answer for a superseded turn is dropped)."""
+        s = self.s
+        if s.done or turn >= len(s.turns) or turn < self.fsm.latest_turn:
+            return []
+        if turn != len(s.turns) - 1:
+            return []  # a newer turn arrived while the classifier thought
+        cat: AmdCategory = category if category in _CATEGORIES else "wait"  # type: ignore[assignment]
+        tr = s.turns[turn]
+        if cat == "human" and self.fsm.stage == "uncertain":
+            # a fast person verdict needs the short-silence rule or person markers;
+            # otherwise the long silence must have passed
+            needed = self._settle_wait(tr, confidence)
+            end = tr.end if tr.end is not None else t
+            if s.speaking or t + 1e-6 < end + needed:
+                return []  # not yet: the settle timer fires again
+        tr.settled = True
+        return self._predict(
+            t,
+            turn,
+            cat,
+            confidence,
+            reason,
+            ("classifier",),
+            tr.text,
+            _delay(t, tr.end),
+        )
+
+    def timer(self, t: float, name: str) -> list[Output]:
+        s = self.s
+        if s.done:
+            return []
+        match name:
+            case "settle":
+                return self._settle(t)
+            case "confirm":
+                if s.provisional_at is None:
+                    return []
+                s.confirm_due = True
+                if s.agent_speaking:
+                    return []  # re-armed when the agent's turn ends
+                return self._maybe_confirm(t)
+            case "no_speech":
+                if not s.heard_words and self.fsm.stage == "uncertain":
+                    return self._complete(t, "uncertain", "no speech")
+                return []
+            case "hard":
+                if s.provisional_at is not None:
+                    return self._confirm(t, "hard timeout")
+                return self._complete(t, self.fsm.stage, "hard timeout")
+        return []
+
+    def call_ended(self, t: float) -> list[Output]:
+        """The call is over: whatever the stage is now is final."""
+        s = self.s
+        if s.done:
+            return []
+        if s.provisional_at is not None:
+            return self._confirm(t, "call ended")
+        return self._complete(t, self.fsm.stage, "call ended")
+
+    # -- internals ---------------------------------------------------------------
+
+    def _maybe_confirm(self, t: float) -> list[Output]:
+        """Confirm a provisional person once the window passed and the line is quiet."""
+        s = self.s
+        if s.provisional_at is None or not s.confirm_due or s.speaking or s.agent_speaking:
+            return []
+        if any(not x.settled for x in s.turns):
+            return []
+        return self._confirm(t, "confirm window passed")
+
+    def _screener_announced_tone(self) -> bool:
+        last = self.s.turns[-1].text if self.s.turns else ""
+        words = normalise(last).split()
+        return "tone" in words or "beep" in words
+
+    def _tone_turn(self) -> int:
+        return max(0, len(self.s.turns) - 1, self.fsm.latest_turn)
+
+    def _settle_wait(self, turn: _Turn, confidence: float) -> float:
+        words = normalise(turn.text).split()
+        if len(words) <= self.cfg.short_greeting_words or confidence >= 0.9:
+            return self.cfg.human_silence
+        return self.cfg.long_greeting_silence
+
+    def _arm_settle(self) -> list[Output]:
+        s = self.s
+        pending = [x for x in s.turns if not x.settled]
+        if s.speaking or not pending or s.last_speech_end is None:
+            return []
+        # the earliest useful moment; `classified` re-arms for the long wait
+        return [ArmTimer("settle", s.last_speech_end + self.cfg.human_silence)]
+
+    def _settle(self, t: float) -> list[Output]:
+        s = self.s
+        pending = [x for x in s.turns if not x.settled]
+        if s.speaking or not pending:
+            return []
+        latest = pending[-1]
+        for older in pending[:-1]:
+            older.settled = True  # superseded by the latest turn
+        out: list[Output] = [
+            Classify(
+                turn=latest.index,
+                stage=self.fsm.stage,
+                turns=tuple(s.context[-8:]),
+                dtmf=s.dtmf,
+            )
+        ]
+        end = latest.end if latest.end is not None else t
+        long_at = end + self.cfg.long_greeting_silence
+        if long_at > t + 1e-6:
+            out.append(ArmTimer("settle", long_at))
+        return out
+
+    def _predict_phrase(self, t: float, turn: _Turn) -> list[Output]:
+        v = turn.verdict
+        assert v is not None
+        return self._predict(
+            t,
+            turn.index,
+            v.category,
+            v.strength,
+            v.reason,
+            tuple(f"phrase:{p}" for p in v.phrases),
+            turn.text,
+            _delay(t, turn.end),
+            asks=_asks(turn.text),
+        )
+
+    def _predict(
+        self,
+        t: float,
+        turn: int,
+        category: AmdCategory,
+        confidence: float,
+        reason: str,
+        evidence: tuple[str, ...],
+        transcript: str,
+        delay: float | None,
+        *,
+        asks: bool = False,
+    ) -> list[Output]:
+        s = self.s
+        out: list[Output] = []
+        if s.provisional_at is not None:
+            if category in ("machine-vm", "machine-unavailable") and confidence >= (
+                self.cfg.strong_evidence
+            ):
+                # a correction: the "person" was a recording after all
+                s.provisional_at = None
+                s.provisional_turn = None
+                s.confirm_due = False
+                out.append(CancelTimer("confirm"))
+                reason = f"corrects a provisional person: {reason}"
+            else:
+                this = s.turns[turn] if 0 <= turn < len(s.turns) else None
+                answers_us = this is not None and not this.overlapped and turn != s.provisional_turn
+                if answers_us and category != "wait":
+                    return self._confirm(t, "the callee answered without voicemail evidence")
+                # still provisional: a recording talking over us, or a hold
+                out.append(
+                    Predicted(
+                        turn,
+                        category,
+                        "human",
+                        confidence,
+                        reason,
+                        evidence,
+                        transcript,
+                        t,
+                        delay,
+                        provisional=True,
+                        asks=asks,
+                    )
+                )
+                return [*out, *self._maybe_confirm(t)]
+        if s.done:
+            return out
+        old = self.fsm.stage
+        if category == "human" and old == "uncertain":
+            s.provisional_at = t
+            s.provisional_turn = turn
+            s.agent_spoke_since_provisional = False
+            s.decided_at = t
+            out.append(
+                Predicted(
+                    turn,
+                    "human",
+                    "human",
+                    confidence,
+                    reason,
+                    evidence,
+                    transcript,
+                    t,
+                    delay,
+                    provisional=True,
+                    changed=True,
+                    asks=asks,
+                )
+            )
+            out.append(ArmTimer("confirm", t + self.cfg.human_confirm_window))
+            return out
+        tr = self.fsm.apply(
+            Prediction(max(turn, self.fsm.latest_turn), category, confidence, reason)
+        )
+        if tr is None:
+            return out
+        if tr.changed:
+            s.decided_at = t
+        out.append(
+            Predicted(
+                turn,
+                category,
+                self.fsm.stage,
+                confidence,
+                reason if tr.accepted else f"{reason} (rejected: {tr.why})",
+                evidence,
+                transcript,
+                t,
+                delay,
+                changed=tr.changed,
+                asks=asks,
+            )
+        )
+        if self.fsm.final:
+            out += self._complete(t, self.fsm.stage, reason)
+        return out
+
+    def _confirm(self, t: float, why: str) -> list[Output]:
+        s = self.s
+        if s.provisional_at is None:
+            return []
+        decided = s.provisional_at
+        turn = s.provisional_turn or 0
+        s.provisional_at = None
+        s.provisional_turn = None
+        s.confirm_due = False
+        self.fsm.apply(Prediction(max(turn, self.fsm.latest_turn), "human", 1.0, why))
+        s.decided_at = decided
+        return [CancelTimer("confirm"), *self._complete(t, "human", why)]
+
+    def _complete(self, t: float, category: FinalAmdCategory, reason: str) -> list[Output]:
+        s = self.s
+        if s.done:
+            return []
+        s.done = True
+        decided = s.decided_at if category != "uncertain" else None
+        if category == "uncertain" and self.fsm.stage == "uncertain":
+            decided = t
+        return [
+            CancelTimer("settle"),
+            CancelTimer("no_speech"),
+            CancelTimer("hard"),
+            CancelTimer("confirm"),
+            Completed(category, self.fsm.stages[1:] or (), decided, reason),
+        ]
+
+
+_CATEGORIES = frozenset(
+    {"human", "machine-vm", "machine-ivr", "machine-screening", "machine-unavailable", "wait"}
+)
+
+
+def _delay(t: float, end: float | None) -> float | None:
+    return None if end is None else max(0.0, t - end)
+
+
+def _asks(text: str) -> bool:
+    return any(h.phrase in ASK_PHRASES or h.category == "machine-vm" for h in match(text))
