@@ -363,8 +363,10 @@ class ControllerFSM:
         if self.state == "conversing" and p.changed:
             # a provisional "person" was a recording: stop talking, follow the machine
             cmds += [Gate(False), Tools(end_call=False)]
-            if self.speaking_run is not None:
-                cmds.append(Interrupt(self.speaking_run))
+            # stop what is playing, and the opening if it has not started yet
+            for run in dict.fromkeys([self.speaking_run, self.opening_run]):
+                if run is not None:
+                    cmds.append(Interrupt(run))
         elif self.state == "conversing":
             return []
         if stage == "machine-screening":
@@ -443,17 +445,20 @@ class ControllerFSM:
             self.screening_replies += 1
             return [Speak(self.policy.screening_reply, tag="screening")]
         if action == "ivr" and self.state in ("ivr", "after_message"):
-            from amd.ivr import SEND_GOAL, choose_option, menu_options
+            from amd.ivr import PERSON_GOAL, SEND_GOAL, choose_option, menu_options
 
             text = " ".join(self.menu_text)
             goal = SEND_GOAL if self.state == "after_message" else self.policy.ivr_goal
-            digit = choose_option(menu_options(text), goal) if text else None
+            fallbacks = () if self.state == "after_message" else (PERSON_GOAL, "english")
+            digit = choose_option(menu_options(text), goal, fallbacks=fallbacks) if text else None
             if self.state == "after_message":
                 if digit is None:
                     return []
                 self.menu_text = []
                 return [PressKeys(digit), StartTimer("post_message", self.policy.post_message_wait)]
             self.ivr_attempts += 1
+            if self.ivr_attempts > self.policy.max_ivr_attempts:
+                return []  # the menu keeps coming back: stop answering it
             if digit is not None:
                 self.menu_text = []
                 return [PressKeys(digit)]

@@ -108,7 +108,7 @@ class ToneListener:
             self._pending = None
             self._emit("sit", ev.start, ev.end, ev.hz)
         for beep in self.beeps.push(samples, t):
-            if beep.start < self._music_until or not self._is_beep(beep):
+            if beep.start < self._music_until or not self._is_beep(beep) or self._after_sound(beep):
                 self._pending = None
                 continue
             self._pending, self._pending_loud = beep, False
@@ -135,9 +135,23 @@ class ToneListener:
                 if abs(lo - a) < 15 and abs(hi - b) < 15:
                     return False
             ratio = hi / lo
-            if abs(ratio - round(ratio)) < 0.03:
-                return False  # a note and its harmonic: music, not a beep
+            if ratio < 1.15:
+                return False  # two close peaks: a voice's formant, not a dual beep
+            for n in range(1, 9):
+                if abs(ratio - (n + 1) / n) < 0.01 * ratio:
+                    return False  # neighbouring harmonics of one pitch: a voice or a note
         return True
+
+    def _after_sound(self, beep: BeepEvent) -> bool:
+        """Whether loud audio runs right up to the tone (the end of a vowel, not a beep).
+
+        Voicemail systems leave a short pause between the greeting and the beep.
+        """
+        beep_level = max(
+            (lv for ft, lv in self._levels if beep.start <= ft < beep.end), default=0.0
+        )
+        before = [lv for ft, lv in self._levels if beep.start - 0.08 <= ft < beep.start - 0.02]
+        return any(lv > beep_level - 10.0 for lv in before)
 
     def _emit(self, tone: str, start: float, end: float, hz: tuple[float, ...]) -> None:
         now = asyncio.get_running_loop().time()

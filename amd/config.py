@@ -34,6 +34,9 @@ class AmdConfig(BaseModel):
     """Silence after a short greeting ("Hello?") that makes the callee a person."""
     long_greeting_silence: float = Field(default=1.0, ge=0.1, le=5.0)
     """Silence needed after a longer greeting that carries no person markers."""
+    short_greeting_seconds: float = Field(default=1.2, ge=0.1, le=5.0)
+    """A first utterance at most this long, then ``human_silence`` of silence, is
+    a person even before its transcript arrives (the "Hello?" rule)."""
     short_greeting_words: int = Field(default=3, ge=1, le=10)
     """A greeting of at most this many words is short."""
     human_confirm_window: float = Field(default=6.0, ge=0.0, le=30.0)

@@ -169,7 +169,6 @@ class _State:
     confirm_due: bool = False
     decided_at: float | None = None
     done: bool = False
-    sit_at: float | None = None
 
 
 class AmdDetector:
@@ -233,7 +232,7 @@ class AmdDetector:
         for turn in s.turns:
             if not turn.settled and turn.end is None:
                 turn.end = s.last_speech_end
-        return self._arm_settle()
+        return [*self._arm_settle(), *self._maybe_confirm(t)]
 
     def transcript(self, t: float, text: str) -> list[Output]:
         """A final transcript of callee speech."""
@@ -277,7 +276,6 @@ class AmdDetector:
         if s.done or s.answered_at is None or end < s.answered_at:
             return []
         if kind == "sit":
-            s.sit_at = end
             return self._predict(
                 t,
                 self._tone_turn(),
@@ -288,8 +286,6 @@ class AmdDetector:
                 "",
                 None,
             )
-        if s.sit_at is not None and start - s.sit_at < 1.0:
-            return []  # the tail of a SIT, not a beep
         if self.fsm.stage == "machine-screening" and self._screener_announced_tone():
             # "say your name after the tone": the screener's own prompt tone
             return self._predict(
@@ -402,6 +398,29 @@ class AmdDetector:
 
     # -- internals ---------------------------------------------------------------
 
+    def _timing_rule(self, t: float) -> list[Output]:
+        """ "Hello?" then silence: a person, decided on timing before any transcript.
+
+        Only for the first words of the call, while the stage is undecided; the
+        transcript, when it comes, can still correct the verdict (it is provisional).
+        """
+        s = self.s
+        if self.fsm.stage != "uncertain" or s.speech_start is None or s.last_speech_end is None:
+            return []
+        voiced = s.last_speech_end - s.speech_start
+        if voiced > self.cfg.short_greeting_seconds:
+            return []  # a longer greeting: wait for its words
+        return self._predict(
+            t,
+            0,
+            "human",
+            0.8,
+            f"timing: {voiced:.2f} s greeting then silence",
+            ("timing",),
+            "",
+            max(0.0, t - s.last_speech_end),
+        )
+
     def _maybe_confirm(self, t: float) -> list[Output]:
         """Confirm a provisional person once the window passed and the line is quiet."""
         s = self.s
@@ -428,7 +447,8 @@ class AmdDetector:
     def _arm_settle(self) -> list[Output]:
         s = self.s
         pending = [x for x in s.turns if not x.settled]
-        if s.speaking or not pending or s.last_speech_end is None:
+        first_words = not s.turns and self.fsm.stage == "uncertain"
+        if s.speaking or not (pending or first_words) or s.last_speech_end is None:
             return []
         # the earliest useful moment; `classified` re-arms for the long wait
         return [ArmTimer("settle", s.last_speech_end + self.cfg.human_silence)]
@@ -436,6 +456,8 @@ class AmdDetector:
     def _settle(self, t: float) -> list[Output]:
         s = self.s
         pending = [x for x in s.turns if not x.settled]
+        if not s.speaking and not s.turns and s.provisional_at is None:
+            return self._timing_rule(t)
         if s.speaking or not pending:
             return []
         latest = pending[-1]
@@ -497,7 +519,12 @@ class AmdDetector:
                 reason = f"corrects a provisional person: {reason}"
             else:
                 this = s.turns[turn] if 0 <= turn < len(s.turns) else None
-                answers_us = this is not None and not this.overlapped and turn != s.provisional_turn
+                answers_us = (
+                    this is not None
+                    and s.agent_spoke_since_provisional
+                    and not this.overlapped
+                    and turn != s.provisional_turn
+                )
                 if answers_us and category != "wait":
                     return self._confirm(t, "the callee answered without voicemail evidence")
                 # still provisional: a recording talking over us, or a hold

@@ -55,22 +55,36 @@ def _key(word: str) -> str:
 
 
 def menu_options(text: str) -> list[MenuOption]:
-    """The options of a menu, in the order they were offered (first mention of a digit wins)."""
-    clauses = [c.strip() for c in re.split(r"[.;!?,]", text.lower()) if c.strip()]
+    """The options of a menu, in the order they were offered (first mention of a digit wins).
+
+    Works with or without punctuation (speech recognisers often drop it): the
+    text is cut at each "press N"; if words follow the last key ("press 2 for
+    support") each key's description is what follows it, otherwise ("for
+    support, press 2") what precedes it; which convention a menu uses is read
+    from its end ("... press 3" with nothing after means descriptions come
+    first). Sentence punctuation, when present,
+    bounds each description.
+    """
+    low = text.lower()
+    hits = list(_PRESS.finditer(low))
+    if not hits:
+        return []
+    chunks = [low[: hits[0].start()]]
+    chunks += [
+        low[h.end() : (hits[i + 1].start() if i + 1 < len(hits) else len(low))]
+        for i, h in enumerate(hits)
+    ]
+    tail = re.split(r"[.;!?,]", chunks[-1].strip())[0].split()
+    after = bool(tail) and tail[0] in ("for", "to", "if", "when")
     options: list[MenuOption] = []
-    pending = ""
-    for clause in clauses:
-        hits = list(_PRESS.finditer(clause))
-        if not hits:
-            pending = clause
-            continue
-        for i, hit in enumerate(hits):
-            after_end = hits[i + 1].start() if i + 1 < len(hits) else len(clause)
-            after = clause[hit.end() : after_end].strip()
-            before = clause[: hit.start()].strip() if i == 0 else ""
-            desc = after if _words(after) else (before if _words(before) else pending)
-            options.append(MenuOption(_key(hit.group(1)), desc))
-        pending = ""
+    for i, hit in enumerate(hits):
+        if after:
+            desc = re.split(r"[.;!?,]", chunks[i + 1].strip())[0]
+            if not _words(desc):  # "for sales, press 1. press 2 for support": mixed
+                desc = re.split(r"[.;!?]", chunks[i])[-1]
+        else:
+            desc = re.split(r"[.;!?]", chunks[i])[-1]
+        options.append(MenuOption(_key(hit.group(1)), " ".join(desc.split()).strip(" ,")))
     seen: set[str] = set()
     unique = []
     for opt in options:
@@ -94,9 +108,9 @@ def _score(desc: str, goal: str) -> int:
 
 
 def choose_option(
-    options: list[MenuOption], goal: str, *, fallback: str = PERSON_GOAL
+    options: list[MenuOption], goal: str, *, fallbacks: tuple[str, ...] = (PERSON_GOAL, "english")
 ) -> str | None:
-    """The digit whose description best matches ``goal``, else ``fallback``, else None.
+    """The digit whose description best matches ``goal``, else the first fallback that fits.
 
     Options that repeat the menu or go back are never chosen.
     """
@@ -105,8 +119,8 @@ def choose_option(
         for o in options
         if not re.search(r"\b(repeat|again|previous|main menu|re-?record)\b", o.description)
     ]
-    # a language menu first: English (the agent's language) when nothing else fits
-    for wanted in (goal, fallback, "english"):
+    # then a person, then English in a language menu (the agent's language)
+    for wanted in (goal, *fallbacks):
         if not wanted.strip():
             continue
         scored = [(_score(o.description, wanted), -i, o) for i, o in enumerate(usable)]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..call import ModelSet, new_call_id, run_call
 from ..config import AgentConfig
-from ..messages import AgentSpeechStarted
+from ..messages import AgentSpeechStarted, AgentTurnCompleted, VoicemailLeft
 from ..models.registry import build_amd_classifier, build_llm, build_stt, build_tts, build_vad
 from ..runtime import Bus
 from ..telephony.sim_io import TranscriptFeedSTT
@@ -61,6 +61,10 @@ class ReplayedCall:
     #: AMD's decision time minus the end of the callee's first line (None when
     #: there was no decision or no line).
     amd_delay: float | None = None
+    #: what the callee played, (payload, start, end) in seconds after the answer
+    played: list[tuple[str, float, float]] = field(default_factory=list)
+    #: the voicemail message that was left, (start, end) after the answer
+    voicemail_message: tuple[float, float] | None = None
 
 
 class Replayer:
@@ -185,6 +189,8 @@ class Replayer:
             time.perf_counter() - wall0,
             _audio_end_latencies(sim.played, observer.messages),
             _amd_delay(sim, observed),
+            _relative_played(sim),
+            _voicemail_message(observer.messages, sim.answered_at),
         )
 
     async def replay_all(
@@ -229,3 +235,28 @@ def _amd_delay(sim: CallSimulator, observed: CallResult) -> float | None:
     if not lines:
         return None
     return observed.amd.decided_at - (lines[0] - sim.answered_at)
+
+
+def _relative_played(sim: CallSimulator) -> list[tuple[str, float, float]]:
+    base = sim.answered_at or 0.0
+    return [(payload, start - base, end - base) for payload, start, end in sim.played]
+
+
+def _voicemail_message(
+    messages: list[object], answered_at: float | None
+) -> tuple[float, float] | None:
+    """When the voicemail message that was left started and ended, after the answer."""
+    left = next((m for m in messages if isinstance(m, VoicemailLeft)), None)
+    if left is None or answered_at is None:
+        return None
+    start = next(
+        (m.at for m in messages if isinstance(m, AgentSpeechStarted) and m.run_id == left.run_id),
+        None,
+    )
+    end = next(
+        (m.at for m in messages if isinstance(m, AgentTurnCompleted) and m.run_id == left.run_id),
+        None,
+    )
+    if start is None or end is None:
+        return None
+    return start - answered_at, end - answered_at

@@ -1,0 +1,238 @@
+"""AMD quality: accuracy, confusion matrix, decision latency and beep timing.
+
+Replays a suite of recorded calls (``tests/calls/amd`` by default) through the
+whole runtime, in text-only mode, audio mode or both, and prints:
+
+* final-category accuracy and stage-sequence accuracy (calls that state
+  ``amd_stages``), with every miss listed;
+* a confusion matrix (expected rows, predicted columns);
+* decision latency: for calls expected ``human``, seconds from the end of the
+  callee's first line (the simulator's ground truth) to AMD's decision, p50/p95;
+  for every decided call, from the answer;
+* voicemail timing: of the calls whose callee plays a tone after speech and
+  that expect a voicemail, how many messages started after the beep, and
+  whether any message overlapped a tone.
+
+Calls run on the virtual clock (``--speed max``): replay time stands still
+while a model computes, so latencies exclude STT compute. The fast "person"
+rule needs no model (it uses speech timing), so human decision times are what
+a caller would see. Prints figures; asserts nothing.
+
+Usage::
+
+    .venv/bin/python bench/amd.py [PATH...] [--mode text|audio|both] [--config FILE]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# run as a script, this file's folder comes first on sys.path, and this file
+# (bench/amd.py) would shadow the `amd` package: put the project root first instead
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+import argparse
+import os
+import shlex
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from agent.config import AgentConfig, ConfigError, load_config
+from agent.logs import setup_logging
+from agent.models.registry import ModelConfigError, UnknownModelError
+from agent.replay.format import RecordedCall
+from agent.replay.loader import RecordedCallError, load_paths
+from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
+from agent.runtime import clock
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PATHS = [ROOT / "tests" / "calls" / "amd"]
+CATEGORIES = [
+    "human",
+    "machine-screening",
+    "machine-vm",
+    "machine-ivr",
+    "machine-unavailable",
+    "uncertain",
+]
+SHORT = {
+    "human": "human",
+    "machine-screening": "screen",
+    "machine-vm": "vm",
+    "machine-ivr": "ivr",
+    "machine-unavailable": "unavail",
+    "uncertain": "uncert",
+}
+
+
+@dataclass
+class Row:
+    name: str
+    expected: str | None
+    got: str
+    stages_expected: list[str] | None
+    stages: list[str]
+    decided_at: float | None
+    human_delay: float | None
+    beep_ends: list[float]
+    message: tuple[float, float] | None
+    tones: list[tuple[float, float]]
+    wall: float
+
+
+def command_line() -> str:
+    """The command as run, prefixed with its working directory."""
+    return f"cd {shlex.quote(os.getcwd())} && {shlex.join([sys.executable, *sys.argv])}"
+
+
+def pct(values: list[float]) -> str:
+    if not values:
+        return "n=0"
+    arr = np.asarray(values, dtype=np.float64)
+    return (
+        f"n={arr.size}  p50={np.percentile(arr, 50):.3f}  p95={np.percentile(arr, 95):.3f}  "
+        f"max={arr.max():.3f}"
+    )
+
+
+def _row(call: RecordedCall, r: ReplayedCall) -> Row:
+    res = r.result
+    amd = res.amd
+    tones = [(s, e) for p, s, e in r.played if p == "tone"]
+    speech_ends = [e for p, _, e in r.played if p in ("say", "audio")]
+    # a beep is a tone that follows callee speech (SIT tones come before any words)
+    beep_ends = [e for s, e in tones if any(end <= s for end in speech_ends)]
+    expected = call.expect.amd
+    return Row(
+        name=call.name,
+        expected=expected,
+        got=amd.category if amd is not None else "none",
+        stages_expected=list(call.expect.amd_stages) if call.expect.amd_stages else None,
+        stages=list(amd.stages) if amd is not None else [],
+        decided_at=amd.decided_at if amd is not None else None,
+        human_delay=r.amd_delay if expected == "human" else None,
+        beep_ends=beep_ends,
+        message=r.voicemail_message,
+        tones=tones,
+        wall=r.wall_seconds,
+    )
+
+
+async def run_mode(calls: list[RecordedCall], config: AgentConfig, *, text_only: bool) -> list[Row]:
+    replayer = Replayer(config, ReplayOptions(text_only=text_only))
+    rows = []
+    for call in calls:
+        replayed = await replayer.replay(call)
+        row = _row(call, replayed)
+        mark = "ok " if row.got == row.expected else "MISS"
+        print(
+            f"  {mark} {row.name:<44} expected {row.expected or '-':<20} got {row.got:<20} "
+            f"decided {row.decided_at if row.decided_at is not None else '-'!s:<7} "
+            f"wall {row.wall:.1f}s",
+            flush=True,
+        )
+        rows.append(row)
+    return rows
+
+
+def report(rows: list[Row], mode: str) -> None:
+    judged = [r for r in rows if r.expected is not None]
+    right = [r for r in judged if r.got == r.expected]
+    staged = [r for r in judged if r.stages_expected is not None]
+    stage_right = [r for r in staged if r.stages == r.stages_expected]
+    print()
+    print(f"== {mode}: {len(judged)} calls")
+    print(
+        f"final category accuracy: {len(right)}/{len(judged)} = "
+        f"{100 * len(right) / max(1, len(judged)):.1f}%"
+    )
+    print(
+        f"stage sequence accuracy: {len(stage_right)}/{len(staged)} = "
+        f"{100 * len(stage_right) / max(1, len(staged)):.1f}% (calls that state amd_stages)"
+    )
+    for r in judged:
+        if r.got != r.expected:
+            print(f"  miss: {r.name}: expected {r.expected}, got {r.got} (stages {r.stages})")
+        elif r.stages_expected is not None and r.stages != r.stages_expected:
+            print(f"  stage miss: {r.name}: expected {r.stages_expected}, got {r.stages}")
+    print()
+    counts = Counter((r.expected, r.got) for r in judged)
+    cols = [*CATEGORIES, "none"]
+    print("confusion (rows expected, columns predicted):")
+    print(f"  {'':<10}" + "".join(f"{SHORT.get(c, c):>9}" for c in cols))
+    for exp in CATEGORIES:
+        if not any(r.expected == exp for r in judged):
+            continue
+        print(f"  {SHORT[exp]:<10}" + "".join(f"{counts.get((exp, c), 0):>9}" for c in cols))
+    print()
+    humans = [r.human_delay for r in judged if r.human_delay is not None and r.got == "human"]
+    first = [r.human_delay for r in judged if r.human_delay is not None]
+    print("decision latency, humans, from the end of the first callee line (s):")
+    print(f"  {pct(first)}")
+    print(f"  correctly classified only: {pct(humans)}")
+    decided = [r.decided_at for r in judged if r.decided_at is not None]
+    print(f"decision time from the answer, every decided call (s): {pct(decided)}")
+    print()
+    vm = [r for r in judged if r.expected == "machine-vm" and r.beep_ends]
+    after = [r for r in vm if r.message is not None and r.message[0] >= r.beep_ends[-1]]
+    overlaps = [
+        r
+        for r in judged
+        if r.message is not None and any(s < r.message[1] and e > r.message[0] for s, e in r.tones)
+    ]
+    left = [r for r in vm if r.message is not None]
+    print(
+        f"voicemail with a beep: {len(vm)} calls; message left in {len(left)}; "
+        f"started after the beep in {len(after)}/{len(vm)} = {100 * len(after) / max(1, len(vm)):.1f}%"
+    )
+    gaps = [r.message[0] - r.beep_ends[-1] for r in after if r.message is not None]
+    print(f"  beep end to message start (s): {pct(gaps)}")
+    print(f"  messages overlapping a tone: {len(overlaps)}")
+    for r in overlaps:
+        print(f"    overlap: {r.name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", type=Path, help="*.call.yaml files or folders")
+    parser.add_argument("--mode", choices=["text", "audio", "both"], default="both")
+    parser.add_argument("--config", type=Path, default=None, help="agent config YAML")
+    args = parser.parse_args(argv)
+
+    setup_logging(verbose=False, json_logs=False)
+    print(f"$ {command_line()}")
+    try:
+        config = load_config(args.config)
+        calls = load_paths(args.paths or DEFAULT_PATHS)
+    except (ConfigError, RecordedCallError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"calls: {len(calls)}; classifier: {config.amd.classifier}; clock: virtual (--speed max)")
+    print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    modes = ["text", "audio"] if args.mode == "both" else [args.mode]
+    results: dict[str, list[Row]] = {}
+    for mode in modes:
+        print()
+        print(f"-- replaying, {mode} mode")
+        started = time.perf_counter()
+        try:
+            results[mode] = clock.run(
+                run_mode(calls, config, text_only=mode == "text"), virtual=True, speed=None
+            )
+        except (ConfigError, UnknownModelError, ModelConfigError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"   ({time.perf_counter() - started:.0f} s wall)")
+    for mode, rows in results.items():
+        report(rows, mode)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""ToneListener: which tones on the callee's audio are published as beeps or SIT."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent.messages import AmdTone
+from agent.telephony.tones import dtmf_tones, silence, sit_tone, tone
+from amd.actor import ToneListener
+from amd.config import AmdConfig
+
+RATES = [8000, 16000]
+T0 = 100.0  # loop time of the first frame: events must be on the frames' clock
+
+
+def listen(x: np.ndarray, sample_rate: int, *, active: bool = True) -> list[AmdTone]:
+    """Feeds ``x`` in 20 ms frames from loop time ``T0``; returns what was published."""
+    published: list[AmdTone] = []
+    listener = ToneListener(sample_rate, AmdConfig(), published.append, "call_1")
+    listener.active = active
+    n = round(0.02 * sample_rate)
+    for i in range(0, x.size - n + 1, n):
+        listener.push(T0 + i / sample_rate, x[i : i + n])
+    return published
+
+
+def voice_like(seconds: float, sample_rate: int) -> np.ndarray:
+    """A harmonic, gliding, amplitude-modulated signal standing in for a greeting."""
+    t = np.arange(round(seconds * sample_rate)) / sample_rate
+    f0 = 140 + 20 * np.sin(2 * np.pi * 3 * t)
+    phase = 2 * np.pi * np.cumsum(f0) / sample_rate
+    x = sum(np.sin(k * phase) / k for k in range(1, 20))
+    envelope = 0.5 + 0.5 * np.sin(2 * np.pi * 4 * t) ** 2
+    return (0.1 * x * envelope).astype(np.float32)
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_a_beep_then_silence_is_published_once_with_its_edges(sr: int) -> None:
+    x = np.concatenate([silence(0.5, sr), tone(1000, 0.5, sr), silence(1.0, sr)])
+    (beep,) = listen(x, sr)
+    assert beep.tone == "beep"
+    assert beep.call_id == "call_1"
+    assert beep.start == pytest.approx(T0 + 0.5, abs=0.03)
+    assert beep.end == pytest.approx(T0 + 1.0, abs=0.03)
+    assert beep.hz == pytest.approx((1000.0,), abs=5)
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_a_beep_after_a_greeting_and_a_pause_is_published(sr: int) -> None:
+    x = np.concatenate(
+        [silence(0.3, sr), voice_like(1.5, sr), silence(0.4, sr), tone(1000, 0.5, sr)]
+        + [silence(1.0, sr)]
+    )
+    (beep,) = listen(x, sr)
+    assert beep.tone == "beep"
+    assert beep.start == pytest.approx(T0 + 2.2, abs=0.03)
+    assert beep.end == pytest.approx(T0 + 2.7, abs=0.03)
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_a_greeting_alone_publishes_nothing(sr: int) -> None:
+    assert listen(np.concatenate([voice_like(3.0, sr), silence(1.0, sr)]), sr) == []
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_ringback_is_not_a_beep(sr: int) -> None:
+    ring = tone((440, 480), 2.0, sr)
+    x = np.concatenate([silence(0.5, sr), ring, silence(4.0, sr), ring, silence(1.0, sr)])
+    assert listen(x, sr) == []
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_a_short_burst_of_ringback_is_not_a_beep(sr: int) -> None:
+    x = np.concatenate([silence(0.5, sr), tone((440, 480), 0.8, sr), silence(1.0, sr)])
+    assert listen(x, sr) == []
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_a_run_of_short_notes_is_not_a_beep(sr: int) -> None:
+    notes = [tone(hz, 0.3, sr) for hz in (440, 550, 660, 880)]
+    x = np.concatenate([silence(0.5, sr), *notes, silence(1.0, sr)])
+    assert listen(x, sr) == []
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_a_note_with_its_octave_is_not_a_beep(sr: int) -> None:
+    x = np.concatenate([silence(0.5, sr), tone((440, 880), 0.5, sr), silence(1.0, sr)])
+    assert listen(x, sr) == []
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_a_dual_tone_beep_that_is_not_call_progress_is_published(sr: int) -> None:
+    x = np.concatenate([silence(0.5, sr), tone((440, 720), 0.5, sr), silence(1.0, sr)])
+    (beep,) = listen(x, sr)
+    assert beep.tone == "beep"
+    assert beep.hz == pytest.approx((440.0, 720.0), abs=5)
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_sit_tri_tone_is_published_as_sit_and_not_as_a_beep(sr: int) -> None:
+    x = np.concatenate([silence(0.5, sr), sit_tone(sr), silence(1.0, sr)])
+    published = listen(x, sr)
+    assert [m.tone for m in published] == ["sit"]
+    (sit,) = published
+    assert sit.start == pytest.approx(T0 + 0.5, abs=0.03)
+    assert sit.end == pytest.approx(T0 + 0.5 + 0.928, abs=0.03)
+    assert sit.hz == pytest.approx((913.8, 1370.6, 1776.7), abs=10)
+
+
+@pytest.mark.parametrize("sr", RATES)
+@pytest.mark.parametrize(("tone_ms", "gap_ms"), [(100, 60), (300, 400)])
+async def test_dtmf_digits_are_not_beeps(sr: int, tone_ms: int, gap_ms: int) -> None:
+    x = np.concatenate(
+        [silence(0.5, sr), dtmf_tones("159#0", sr, tone_ms=tone_ms, gap_ms=gap_ms)]
+        + [silence(1.0, sr)]
+    )
+    assert listen(x, sr) == []
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_nothing_is_published_while_inactive(sr: int) -> None:
+    x = np.concatenate(
+        [silence(0.5, sr), tone(1000, 0.5, sr), silence(1.0, sr), sit_tone(sr), silence(1, sr)]
+    )
+    assert listen(x, sr, active=False) == []
+    assert [m.tone for m in listen(x, sr)] == ["beep", "sit"]
