@@ -43,6 +43,7 @@ check: lint types test
 bench: install
 	$(BIN)/python bench/replay_speed.py
 	$(BIN)/python bench/latency.py
+	$(BIN)/python bench/amd.py
 
 clean:
 	rm -rf $(VENV) .cache runs .pytest_cache .mypy_cache .ruff_cache

@@ -357,9 +357,19 @@ class ControllerFSM:
             ):
                 return self._start_conversation()
             return []
+        if stage == "uncertain":
+            if self.state == "conversing" and p.changed:
+                # the "person" was a sound without words: listen again
+                self._goto("listening")
+                cmds: list[Command] = [Gate(False), Tools(end_call=False)]
+                for run in dict.fromkeys([self.speaking_run, self.opening_run]):
+                    if run is not None:
+                        cmds.append(Interrupt(run))
+                return cmds
+            return []
         if stage == "machine-unavailable":
             return [HangUpLine("unavailable"), *self._end("unavailable", p.reason or "unavailable")]
-        cmds: list[Command] = []
+        cmds = []
         if self.state == "conversing" and p.changed:
             # a provisional "person" was a recording: stop talking, follow the machine
             cmds += [Gate(False), Tools(end_call=False)]

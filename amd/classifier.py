@@ -76,7 +76,9 @@ _PERSON_MARKERS: tuple[str, ...] = (
 _NAMED = re.compile(r"(?:^| )(?:this is|it is|my name is|i am) ([a-z]+)")
 _NOT_NAMES = frozenset(
     "a an the not no to for your our my his her their just only being calling "
-    "recorded automated sorry here".split()
+    "recorded automated sorry here there probably really just actually also still "
+    "currently unavailable unable away out busy available now so very going about "
+    "trying calling leaving".split()
 )
 
 #: Words that lean towards a recording or a system (each adds a little).
@@ -123,12 +125,16 @@ def _has(tokens: str, phrase: str) -> bool:
     return re.search(rf"(?:^| ){re.escape(phrase)}(?: |$)", tokens) is not None
 
 
-def score_turn(history: Sequence[str], *, short_words: int = 3) -> LexicalVerdict:
+def score_turn(
+    history: Sequence[str], *, short_words: int = 3, stage: str = "uncertain"
+) -> LexicalVerdict:
     """Scores the latest callee turn (the last item of ``history``).
 
     Args:
         history: Callee transcripts, oldest first.
         short_words: A turn of at most this many words counts as a short greeting.
+        stage: The call's AMD stage: after a screener or a menu has handed the
+            call over, a turn that opens with a greeting is a person picking up.
     """
     if not history:
         return LexicalVerdict("wait", 0.5, "no callee turn", False)
@@ -162,12 +168,15 @@ def score_turn(history: Sequence[str], *, short_words: int = 3) -> LexicalVerdic
         reasons.append("leans machine: " + ", ".join(lean))
     if markers:
         reasons.append("person: " + ", ".join(markers))
+    if stage in ("machine-screening", "machine-ivr") and opener:
+        reasons.append("a greeting after the hand-over")
     if score >= 0.45 and latest is not None:
         conf = min(0.8, 0.45 + score / 2)
         return LexicalVerdict(latest.category, conf, "; ".join(reasons), False)
     if score >= 0.45:
         return LexicalVerdict("machine-vm", 0.55, "; ".join(reasons) or "long recording", False)
-    person = bool(markers) or (opener and len(words) <= short_words + 2)
+    handed_over = stage in ("machine-screening", "machine-ivr") and opener
+    person = bool(markers) or (opener and len(words) <= short_words + 2) or handed_over
     if person:
         conf = 0.92
     elif len(words) <= short_words:
@@ -246,9 +255,9 @@ class LexicalAmdModel(llm.DecisionModel):
         decisions: Mapping[str, llm.Decision],
         conn_options: APIConnectOptions,
     ) -> DecisionResponse:
-        _, turns = parse_history(input)
+        stage, turns = parse_history(input)
         callee = [t for role, t in turns if role == "callee"]
-        verdict = score_turn(callee, short_words=self.short_words)
+        verdict = score_turn(callee, short_words=self.short_words, stage=stage)
         results: dict[str, llm.DecisionResult] = {}
         errors: dict[str, str] = {}
         for name, decision in decisions.items():

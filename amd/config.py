@@ -45,6 +45,9 @@ class AmdConfig(BaseModel):
     human_confirm_after_agent: float = Field(default=2.5, ge=0.0, le=30.0)
     """When the confirm window ends while the agent is still talking, the verdict
     is confirmed this long after the agent's turn ends (if nothing corrected it)."""
+    transcript_grace: float = Field(default=1.5, ge=0.1, le=10.0)
+    """How long after speech ends its transcript may take; a person decided on
+    timing whose sound brought no words by then is withdrawn (music, noise)."""
     strong_evidence: float = Field(default=0.85, ge=0.0, le=1.0)
     """Confidence a prediction needs to move the call out of a machine stage."""
     history_turns: int = Field(default=4, ge=1, le=20)

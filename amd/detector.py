@@ -167,6 +167,9 @@ class _State:
     agent_speaking: bool = False
     speech_overlaps_agent: bool = False
     confirm_due: bool = False
+    #: end of the latest speech whose transcript has not arrived yet
+    words_pending_since: float | None = None
+    provisional_from_timing: bool = False
     decided_at: float | None = None
     done: bool = False
 
@@ -229,6 +232,7 @@ class AmdDetector:
             return []
         s.speaking = False
         s.last_speech_end = max(speech_end, s.answered_at)
+        s.words_pending_since = s.last_speech_end
         for turn in s.turns:
             if not turn.settled and turn.end is None:
                 turn.end = s.last_speech_end
@@ -241,6 +245,7 @@ class AmdDetector:
         if s.done or s.answered_at is None or not normalise(text):
             return []
         out: list[Output] = []
+        s.words_pending_since = None
         if not s.heard_words:
             s.heard_words = True
             out.append(CancelTimer("no_speech"))
@@ -377,6 +382,8 @@ class AmdDetector:
                 if s.agent_speaking:
                     return []  # re-armed when the agent's turn ends
                 return self._maybe_confirm(t)
+            case "words":
+                return self._check_words(t)
             case "no_speech":
                 if not s.heard_words and self.fsm.stage == "uncertain":
                     return self._complete(t, "uncertain", "no speech")
@@ -410,7 +417,7 @@ class AmdDetector:
         voiced = s.last_speech_end - s.speech_start
         if voiced > self.cfg.short_greeting_seconds:
             return []  # a longer greeting: wait for its words
-        return self._predict(
+        out = self._predict(
             t,
             0,
             "human",
@@ -420,6 +427,10 @@ class AmdDetector:
             "",
             max(0.0, t - s.last_speech_end),
         )
+        if s.provisional_at is not None:
+            s.provisional_from_timing = True
+            out.append(ArmTimer("words", s.last_speech_end + self.cfg.transcript_grace))
+        return out
 
     def _maybe_confirm(self, t: float) -> list[Output]:
         """Confirm a provisional person once the window passed and the line is quiet."""
@@ -428,7 +439,40 @@ class AmdDetector:
             return []
         if any(not x.settled for x in s.turns):
             return []
+        grace = self.cfg.transcript_grace
+        if s.words_pending_since is not None and t < s.words_pending_since + grace - 1e-9:
+            # the callee just spoke: read their words before deciding
+            return [ArmTimer("confirm", s.words_pending_since + grace)]
+        if s.provisional_from_timing and not s.turns:
+            return self._check_words(t)
         return self._confirm(t, "confirm window passed")
+
+    def _check_words(self, t: float) -> list[Output]:
+        """A person decided on timing alone must have said words; a sound without them
+        (music, a click, noise) withdraws the verdict."""
+        s = self.s
+        if s.provisional_at is None or not s.provisional_from_timing or s.turns:
+            return []
+        s.provisional_at = None
+        s.provisional_turn = None
+        s.provisional_from_timing = False
+        s.confirm_due = False
+        s.decided_at = None
+        return [
+            CancelTimer("confirm"),
+            Predicted(
+                0,
+                "uncertain",
+                "uncertain",
+                0.5,
+                "withdrawn: the short sound had no words",
+                ("timing",),
+                "",
+                t,
+                None,
+                changed=True,
+            ),
+        ]
 
     def _screener_announced_tone(self) -> bool:
         last = self.s.turns[-1].text if self.s.turns else ""
@@ -514,8 +558,9 @@ class AmdDetector:
                 # a correction: the "person" was a recording after all
                 s.provisional_at = None
                 s.provisional_turn = None
+                s.provisional_from_timing = False
                 s.confirm_due = False
-                out.append(CancelTimer("confirm"))
+                out += [CancelTimer("confirm"), CancelTimer("words")]
                 reason = f"corrects a provisional person: {reason}"
             else:
                 this = s.turns[turn] if 0 <= turn < len(s.turns) else None
@@ -604,6 +649,7 @@ class AmdDetector:
         turn = s.provisional_turn or 0
         s.provisional_at = None
         s.provisional_turn = None
+        s.provisional_from_timing = False
         s.confirm_due = False
         self.fsm.apply(Prediction(max(turn, self.fsm.latest_turn), "human", 1.0, why))
         s.decided_at = decided
@@ -622,6 +668,7 @@ class AmdDetector:
             CancelTimer("no_speech"),
             CancelTimer("hard"),
             CancelTimer("confirm"),
+            CancelTimer("words"),
             Completed(category, self.fsm.stages[1:] or (), decided, reason),
         ]
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .phrases import misheard_keys
+
 __all__ = ["MenuOption", "menu_options", "choose_option", "PERSON_GOAL", "SEND_GOAL"]
 
 #: What "reach a person" looks like in menu options.
 PERSON_GOAL = (
-    "representative operator agent person someone associate customer service support staff"
+    "representative operator agent person someone associate customer service support staff "
+    "speak talk"
 )
 #: What a voicemail's post-message menu option to deliver the message looks like.
 SEND_GOAL = "send deliver finish save done"
@@ -65,7 +68,7 @@ def menu_options(text: str) -> list[MenuOption]:
     first). Sentence punctuation, when present,
     bounds each description.
     """
-    low = text.lower()
+    low = misheard_keys(text)
     hits = list(_PRESS.finditer(low))
     if not hits:
         return []
@@ -81,9 +84,9 @@ def menu_options(text: str) -> list[MenuOption]:
         if after:
             desc = re.split(r"[.;!?,]", chunks[i + 1].strip())[0]
             if not _words(desc):  # "for sales, press 1. press 2 for support": mixed
-                desc = re.split(r"[.;!?]", chunks[i])[-1]
+                desc = _last_sentence(chunks[i])
         else:
-            desc = re.split(r"[.;!?]", chunks[i])[-1]
+            desc = _last_sentence(chunks[i])
         options.append(MenuOption(_key(hit.group(1)), " ".join(desc.split()).strip(" ,")))
     seen: set[str] = set()
     unique = []
@@ -92,6 +95,12 @@ def menu_options(text: str) -> list[MenuOption]:
             seen.add(opt.digit)
             unique.append(opt)
     return unique
+
+
+def _last_sentence(text: str) -> str:
+    """The last sentence of ``text`` that has words in it."""
+    pieces = [p for p in re.split(r"[.;!?]", text) if _words(p)]
+    return pieces[-1] if pieces else ""
 
 
 def _words(text: str) -> list[str]:

@@ -65,6 +65,13 @@ SCREENING_STRONG: tuple[str, ...] = (
     "the person you are calling is using",
     "call assistant",
     "calling assistant",
+    "answering for the person",
+    "assistant for the person",
+    "reason for your call",
+    "reason for the call",
+    "who you are and why",
+    "what you are calling about",
+    "call screen",
     "get a copy of this conversation",
 )
 SCREENING_HINTS: tuple[str, ...] = ("who is calling", "what is this regarding")
@@ -87,6 +94,15 @@ VOICEMAIL_STRONG: tuple[str, ...] = (
     "cannot take your call",
     "unable to take your call",
     "when you have finished recording",
+    "please leave",
+    "leave your name",
+    "leave a brief message",
+    "leave a detailed message",
+    "not available to take your call",
+    "cannot answer your call",
+    "unable to answer",
+    "record a message",
+    "return your call",
 )
 VOICEMAIL_HINTS: tuple[str, ...] = (
     "not available",
@@ -97,6 +113,10 @@ VOICEMAIL_HINTS: tuple[str, ...] = (
     "mailbox",
     "voicemail",
     "you have reached",
+    "not here right now",
+    "away from the phone",
+    "call you back",
+    "missed your call",
 )
 
 UNAVAILABLE_STRONG: tuple[str, ...] = (
@@ -115,6 +135,13 @@ UNAVAILABLE_STRONG: tuple[str, ...] = (
     "not been set up",
     "is not set up",
     "voicemail box is full",
+    "not a working number",
+    "temporarily out of service",
+    "cannot be reached",
+    "is not reachable",
+    "has been switched off",
+    "your call cannot be completed",
+    "all circuits are busy",
     "cannot accept messages",
     "cannot accept any messages",
     "not accepting messages",
@@ -139,6 +166,16 @@ IVR_STRONG: tuple[str, ...] = (
     "menu options have changed",
     "dial the extension",
     "know your party's extension",
+    "you can say things like",
+    "say the name of the department",
+    "say the name of the person",
+    "in a few words",
+    "for more options",
+    "para espanol",
+    "oprima",
+    "enter your account number",
+    "using your telephone keypad",
+    "using your keypad",
 )
 IVR_HINTS: tuple[str, ...] = ()
 
@@ -214,6 +251,17 @@ _KEYS = {"pound", "star"}
 _DIGIT, _WORD = "{d}", "{w}"
 
 
+#: Recognisers write a spoken key as its homophone ("press to, for billing"):
+#: after "press"/"dial" and before a pause, those words are the key.
+_MISHEARD_KEY = re.compile(r"\b(press|dial|push)\s+(to|too|for|won|tree|ate)\b(?=\s*(?:[,.;!?]|$))")
+_MISHEARD = {"to": "2", "too": "2", "for": "4", "won": "1", "tree": "3", "ate": "8"}
+
+
+def misheard_keys(text: str) -> str:
+    """Rewrites "press to," as "press 2," (and the other key homophones), in lower case."""
+    return _MISHEARD_KEY.sub(lambda m: f"{m.group(1)} {_MISHEARD[m.group(2)]}", text.lower())
+
+
 def normalise(text: str) -> str:
     """Normalises a transcript (or a phrase) for matching.
 
@@ -230,6 +278,7 @@ def normalise(text: str) -> str:
     """
     text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
     text = text.replace("#", " pound ").replace("*", " star ").replace("&", " and ")
+    text = misheard_keys(text)
     for pattern, repl in _CONTRACTIONS:
         text = re.sub(pattern, repl, text)
     text = re.sub(r"[^a-z0-9\s]", " ", text.replace("'", ""))

@@ -7,8 +7,9 @@ whole runtime, in text-only mode, audio mode or both, and prints:
   ``amd_stages``), with every miss listed;
 * a confusion matrix (expected rows, predicted columns);
 * decision latency: for calls expected ``human``, seconds from the end of the
-  callee's first line (the simulator's ground truth) to AMD's decision, p50/p95;
-  for every decided call, from the answer;
+  callee line the decision followed (the simulator's ground truth: the
+  person's first utterance) to AMD's decision, p50/p95; separately for calls
+  where the person answered first; for every decided call, from the answer;
 * voicemail timing: of the calls whose callee plays a tone after speech and
   that expect a voicemail, how many messages started after the beep, and
   whether any message overlapped a tone.
@@ -172,10 +173,14 @@ def report(rows: list[Row], mode: str) -> None:
         print(f"  {SHORT[exp]:<10}" + "".join(f"{counts.get((exp, c), 0):>9}" for c in cols))
     print()
     humans = [r.human_delay for r in judged if r.human_delay is not None and r.got == "human"]
-    first = [r.human_delay for r in judged if r.human_delay is not None]
-    print("decision latency, humans, from the end of the first callee line (s):")
-    print(f"  {pct(first)}")
-    print(f"  correctly classified only: {pct(humans)}")
+    direct = [
+        r.human_delay
+        for r in judged
+        if r.human_delay is not None and r.got == "human" and r.stages_expected == ["human"]
+    ]
+    print("decision latency, humans, from the end of the person's utterance it followed (s):")
+    print(f"  every human call:            {pct(humans)}")
+    print(f"  the person answered the call: {pct(direct)}")
     decided = [r.decided_at for r in judged if r.decided_at is not None]
     print(f"decision time from the answer, every decided call (s): {pct(decided)}")
     print()
@@ -187,9 +192,10 @@ def report(rows: list[Row], mode: str) -> None:
         if r.message is not None and any(s < r.message[1] and e > r.message[0] for s, e in r.tones)
     ]
     left = [r for r in vm if r.message is not None]
+    share = 100 * len(after) / max(1, len(vm))
     print(
         f"voicemail with a beep: {len(vm)} calls; message left in {len(left)}; "
-        f"started after the beep in {len(after)}/{len(vm)} = {100 * len(after) / max(1, len(vm)):.1f}%"
+        f"started after the beep in {len(after)}/{len(vm)} = {share:.1f}%"
     )
     gaps = [r.message[0] - r.beep_ends[-1] for r in after if r.message is not None]
     print(f"  beep end to message start (s): {pct(gaps)}")

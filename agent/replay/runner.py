@@ -58,8 +58,8 @@ class ReplayedCall:
     wall_seconds: float
     #: end of the callee's audio (ground truth) to the agent's first audio, per answered line
     latencies_from_audio_end: list[float] = field(default_factory=list)
-    #: AMD's decision time minus the end of the callee's first line (None when
-    #: there was no decision or no line).
+    #: AMD's decision time minus the end of the callee line it followed (None when
+    #: there was no decision or no line before it).
     amd_delay: float | None = None
     #: what the callee played, (payload, start, end) in seconds after the answer
     played: list[tuple[str, float, float]] = field(default_factory=list)
@@ -228,13 +228,18 @@ def _audio_end_latencies(
 
 
 def _amd_delay(sim: CallSimulator, observed: CallResult) -> float | None:
-    """Seconds from the end of the callee's first spoken line to AMD's decision."""
+    """Seconds from the end of the callee line that AMD's decision followed, to the decision.
+
+    For a person who answers "Hello?" that is the end of their first utterance;
+    after a screener or a menu, the end of the person's first line.
+    """
     if observed.amd is None or observed.amd.decided_at is None or sim.answered_at is None:
         return None
-    lines = [end for payload, _, end in sim.played if payload in ("say", "audio")]
-    if not lines:
+    decided = observed.amd.decided_at + sim.answered_at
+    ends = [end for payload, _, end in sim.played if payload in ("say", "audio") and end <= decided]
+    if not ends:
         return None
-    return observed.amd.decided_at - (lines[0] - sim.answered_at)
+    return decided - ends[-1]
 
 
 def _relative_played(sim: CallSimulator) -> list[tuple[str, float, float]]:

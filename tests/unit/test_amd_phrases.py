@@ -177,7 +177,7 @@ def test_truncation_only_at_transcript_edges() -> None:
 
 
 def test_hits_report_position_and_exact_strength() -> None:
-    (hit,) = match("OK so please leave a message")
+    (hit,) = match("OK so now leave a message")
     assert (hit.category, hit.phrase, hit.start_word, hit.strength) == (
         "machine-vm",
         "leave a message",
