@@ -167,6 +167,7 @@ async def run_call(
         beep_gap=config.amd.beep_gap,
         post_message_wait=config.amd.post_message_wait,
         max_ivr_attempts=config.amd.max_ivr_attempts,
+        max_screening_replies=config.amd.max_screening_replies,
         ivr_fallback=config.amd.ivr_fallback,
     )
     bus.publish(CallStarted(call_id=call_id, at=loop.time(), direction=direction))

@@ -158,7 +158,7 @@ def _validate(
     except ValidationError as exc:
         err = exc.errors()[0]
         key = prefix + ".".join(str(p) for p in err["loc"])
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         raise ConfigError(f"{source}: {key}: {msg}") from None

@@ -69,7 +69,6 @@ class ToneListener:
         config: Thresholds.
         publish: Called with each :class:`AmdTone`.
         call_id: For the messages.
-        max_seconds: Longest beep.
     """
 
     def __init__(
@@ -78,13 +77,12 @@ class ToneListener:
         config: AmdConfig,
         publish: Any,
         call_id: str,
-        max_seconds: float = 1.6,
     ) -> None:
         self.sample_rate = sample_rate
         self.cfg = config
         self._publish = publish
         self._call_id = call_id
-        self.max_seconds = max_seconds
+        self.max_seconds = config.beep_max_seconds
         self.beeps = BeepDetector(
             sample_rate,
             min_seconds=config.beep_min_seconds,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 __all__ = ["AmdConfig"]
 
@@ -61,11 +61,15 @@ class AmdConfig(BaseModel):
     beep_min_seconds: float = Field(default=0.15, ge=0.05, le=3.0)
     beep_low_hz: float = Field(default=400.0, ge=100.0, le=4000.0)
     beep_high_hz: float = Field(default=2000.0, ge=200.0, le=4000.0)
+    beep_max_seconds: float = Field(default=1.6, ge=0.2, le=5.0)
+    """A longer tone is not a beep (ringback, a held note)."""
     beep_quiet_after: float = Field(default=0.25, ge=0.0, le=2.0)
     """A tone counts as a beep only if no other tone follows within this time
     (hold music and ringback are tone sequences)."""
     post_message_wait: float = Field(default=10.0, ge=0.0, le=60.0)
     """After the voicemail message, how long to wait for a post-message menu."""
+    max_screening_replies: int = Field(default=2, ge=0, le=10)
+    """How many times the agent answers a screener's questions."""
     max_ivr_attempts: int = Field(default=3, ge=1, le=20)
     """Menu turns answered before the call gives up on the IVR."""
     ivr_fallback: Literal["wait", "llm"] = "wait"
@@ -79,10 +83,18 @@ class AmdConfig(BaseModel):
     classifier_timeout: float = Field(default=2.0, gt=0.0, le=30.0)
     """A slower classifier is ignored and the lexical verdict stands."""
 
-    @model_validator(mode="after")
-    def _check(self) -> AmdConfig:
-        if self.beep_low_hz >= self.beep_high_hz:
-            raise ValueError("beep_low_hz must be below beep_high_hz")
-        if self.no_speech_timeout > self.hard_timeout:
-            raise ValueError("no_speech_timeout must not exceed hard_timeout")
-        return self
+    @field_validator("beep_high_hz")
+    @classmethod
+    def _above_low(cls, v: float, info: ValidationInfo) -> float:
+        low = info.data.get("beep_low_hz")
+        if low is not None and v <= low:
+            raise ValueError(f"expected a frequency above beep_low_hz ({low} Hz), got {v}")
+        return v
+
+    @field_validator("hard_timeout")
+    @classmethod
+    def _after_no_speech(cls, v: float, info: ValidationInfo) -> float:
+        no_speech = info.data.get("no_speech_timeout")
+        if no_speech is not None and v < no_speech:
+            raise ValueError(f"expected at least no_speech_timeout ({no_speech} s), got {v}")
+        return v

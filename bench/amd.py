@@ -14,14 +14,16 @@ whole runtime, in text-only mode, audio mode or both, and prints:
   that expect a voicemail, how many messages started after the beep, and
   whether any message overlapped a tone.
 
-Calls run on the virtual clock (``--speed max``): replay time stands still
-while a model computes, so latencies exclude STT compute. The fast "person"
-rule needs no model (it uses speech timing), so human decision times are what
-a caller would see. Prints figures; asserts nothing.
+Calls run on the virtual clock (``--speed max``) by default: replay time stands
+still while a model computes, so latencies exclude model compute. The fast
+"person" rule needs no model (it uses speech timing). ``--real-clock`` runs on
+the wall clock so compute counts (slow: real time per call). Prints figures;
+asserts nothing.
 
 Usage::
 
     .venv/bin/python bench/amd.py [PATH...] [--mode text|audio|both] [--config FILE]
+        [--real-clock]
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class Row:
     message: tuple[float, float] | None
     tones: list[tuple[float, float]]
     wall: float
+    talk_after_human: float | None
 
 
 def command_line() -> str:
@@ -122,6 +125,7 @@ def _row(call: RecordedCall, r: ReplayedCall) -> Row:
         message=r.voicemail_message,
         tones=tones,
         wall=r.wall_seconds,
+        talk_after_human=r.talk_after_human,
     )
 
 
@@ -181,6 +185,8 @@ def report(rows: list[Row], mode: str) -> None:
     print("decision latency, humans, from the end of the person's utterance it followed (s):")
     print(f"  every human call:            {pct(humans)}")
     print(f"  the person answered the call: {pct(direct)}")
+    talk = [r.talk_after_human for r in judged if r.talk_after_human is not None]
+    print(f"agent audio after the person verdict (s, replay time): {pct(talk)}")
     decided = [r.decided_at for r in judged if r.decided_at is not None]
     print(f"decision time from the answer, every decided call (s): {pct(decided)}")
     print()
@@ -209,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="*", type=Path, help="*.call.yaml files or folders")
     parser.add_argument("--mode", choices=["text", "audio", "both"], default="both")
     parser.add_argument("--config", type=Path, default=None, help="agent config YAML")
+    parser.add_argument(
+        "--real-clock",
+        action="store_true",
+        help="run on the wall clock, so model compute counts in every latency (slow)",
+    )
     args = parser.parse_args(argv)
 
     setup_logging(verbose=False, json_logs=False)
@@ -219,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, RecordedCallError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"calls: {len(calls)}; classifier: {config.amd.classifier}; clock: virtual (--speed max)")
+    clock_name = "real (wall clock)" if args.real_clock else "virtual (--speed max)"
+    print(f"calls: {len(calls)}; classifier: {config.amd.classifier}; clock: {clock_name}")
     print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
     modes = ["text", "audio"] if args.mode == "both" else [args.mode]
     results: dict[str, list[Row]] = {}
@@ -229,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         try:
             results[mode] = clock.run(
-                run_mode(calls, config, text_only=mode == "text"), virtual=True, speed=None
+                run_mode(calls, config, text_only=mode == "text"),
+                virtual=not args.real_clock,
+                speed=None,
             )
         except (ConfigError, UnknownModelError, ModelConfigError) as exc:
             print(f"error: {exc}", file=sys.stderr)

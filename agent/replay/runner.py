@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..call import ModelSet, new_call_id, run_call
 from ..config import AgentConfig
-from ..messages import AgentSpeechStarted, AgentTurnCompleted, VoicemailLeft
+from ..messages import AgentSpeechStarted, AgentTurnCompleted, AmdPrediction, VoicemailLeft
 from ..models.registry import build_amd_classifier, build_llm, build_stt, build_tts, build_vad
 from ..runtime import Bus
 from ..telephony.sim_io import TranscriptFeedSTT
@@ -65,6 +65,8 @@ class ReplayedCall:
     played: list[tuple[str, float, float]] = field(default_factory=list)
     #: the voicemail message that was left, (start, end) after the answer
     voicemail_message: tuple[float, float] | None = None
+    #: seconds from AMD's first "person" verdict to the agent's next first audio
+    talk_after_human: float | None = None
 
 
 class Replayer:
@@ -191,6 +193,7 @@ class Replayer:
             _amd_delay(sim, observed),
             _relative_played(sim),
             _voicemail_message(observer.messages, sim.answered_at),
+            _talk_after_human(observer.messages),
         )
 
     async def replay_all(
@@ -265,3 +268,16 @@ def _voicemail_message(
     if start is None or end is None:
         return None
     return start - answered_at, end - answered_at
+
+
+def _talk_after_human(messages: list[object]) -> float | None:
+    """Seconds from AMD's first "person" verdict to the agent's first audio after it."""
+    human = next(
+        (m.at for m in messages if isinstance(m, AmdPrediction) and m.stage == "human"), None
+    )
+    if human is None:
+        return None
+    start = next(
+        (m.at for m in messages if isinstance(m, AgentSpeechStarted) and m.at >= human), None
+    )
+    return None if start is None else start - human

@@ -152,8 +152,20 @@ def test_bad_speed_exits_2_naming_the_option(speed: str) -> None:
         ("name: x\nmodles:\n  llm: local/smollm2-135m\n", "modles"),
         ("name: x\nmodels:\n  lmm: local/smollm2-135m\n", "models.lmm"),
         ("name: x\nturn:\n  min_endpointing_delay: -1\n", "turn.min_endpointing_delay"),
+        ("amd:\n  no_speech: 3\n", "amd.no_speech"),
+        ("amd:\n  uncertain_action: shout\n", "amd.uncertain_action"),
+        ("amd:\n  beep_low_hz: 3000\n  beep_high_hz: 2000\n", "amd.beep_high_hz"),
+        ("amd:\n  no_speech_timeout: 30\n  hard_timeout: 20\n", "amd.hard_timeout"),
     ],
-    ids=["unknown-top-key", "unknown-nested-key", "out-of-range"],
+    ids=[
+        "unknown-top-key",
+        "unknown-nested-key",
+        "out-of-range",
+        "amd-unknown-key",
+        "amd-bad-choice",
+        "amd-beep-band",
+        "amd-timeouts",
+    ],
 )
 def test_bad_config_key_exits_2_naming_file_and_key(tmp_path: Path, text: str, key: str) -> None:
     config = write(tmp_path / "agent.yaml", text)
