@@ -322,6 +322,12 @@ class BeepDetector:
         self.reject_dtmf = reject_dtmf
         self._tracker = _ToneTracker(sample_rate, min(low_hz, dual_low_hz), high_hz, concentration)
 
+    @property
+    def tone_seconds(self) -> float:
+        """How long the tone being heard right now has lasted (0.0 when none)."""
+        run = self._tracker._run
+        return run.windows * HOP_SECONDS if run is not None else 0.0
+
     def push(self, frame: np.ndarray, t: float | None = None) -> list[BeepEvent]:
         """Feeds one frame; returns the beeps that ended in it.
 

@@ -124,6 +124,11 @@ class ToneListener:
             else:
                 self._emit("beep", p.start, p.end, p.hz)
 
+    @property
+    def tone_active(self) -> bool:
+        """A steady tone is playing, or one just ended and may prove to be a beep."""
+        return self.active and (self.beeps.tone_seconds >= 0.1 or self._pending is not None)
+
     def _is_beep(self, beep: BeepEvent) -> bool:
         if beep.end - beep.start > self.max_seconds:
             return False
@@ -253,6 +258,9 @@ class AmdActor(Actor):
                 out = d.tone(t, msg.tone, msg.start, msg.end)
             case "amd_classified":
                 out = d.classified(t, msg.turn, msg.category, msg.confidence, msg.reason)
+            case "timer_fired" if msg.name == "settle" and self.tones.tone_active:
+                # a tone is playing (a beep after a short greeting?): decide once it ends
+                out = [ArmTimer("settle", t + 0.1)]
             case "timer_fired":
                 out = d.timer(t, msg.name)
             case "voicemail_left":

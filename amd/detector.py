@@ -480,7 +480,9 @@ class AmdDetector:
         return "tone" in words or "beep" in words
 
     def _tone_turn(self) -> int:
-        return max(0, len(self.s.turns) - 1, self.fsm.latest_turn)
+        # a tone is newer evidence than every turn heard before it: classifier
+        # answers about those turns arriving later are superseded
+        return max(len(self.s.turns), self.fsm.latest_turn)
 
     def _settle_wait(self, turn: _Turn, confidence: float) -> float:
         words = normalise(turn.text).split()
