@@ -136,9 +136,10 @@ async def run_mode(calls: list[RecordedCall], config: AgentConfig, *, text_only:
         replayed = await replayer.replay(call)
         row = _row(call, replayed)
         mark = "ok " if row.got == row.expected else "MISS"
+        decided = f"{row.decided_at:.2f}" if row.decided_at is not None else "-"
         print(
             f"  {mark} {row.name:<44} expected {row.expected or '-':<20} got {row.got:<20} "
-            f"decided {row.decided_at if row.decided_at is not None else '-'!s:<7} "
+            f"decided {decided:<7} "
             f"wall {row.wall:.1f}s",
             flush=True,
         )
