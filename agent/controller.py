@@ -614,12 +614,16 @@ class CallControllerActor(Actor):
                 case Greet(instructions=instr, opening=opening):
                     if self.gate is not None and opening:
                         self.gate.opening_in_flight = True
+                        self.gate.opening_instructions = instr
+                        self.gate.opening_run = None
                     run = await self._ask_session(
                         GenerateReply(call_id=self.call_id, at=loop.time(), instructions=instr)
                     )
                     if opening:
-                        if run is None and self.gate is not None:
-                            self.gate.opening_in_flight = False
+                        if self.gate is not None:
+                            self.gate.opening_run = run
+                            if run is None:
+                                self.gate.opening_in_flight = False
                         self.fsm.spoke("opening", run)
                 case Speak(text=text, tag=tag, interruptible=interruptible):
                     run = await self._ask_session(

@@ -125,6 +125,9 @@ class ReplyGate:
     def __init__(self, open: bool = True) -> None:
         self.open = open
         self.opening_in_flight = False
+        #: the controller's opening reply: its run id and instructions
+        self.opening_run: str | None = None
+        self.opening_instructions: str | None = None
 
     def allows(self) -> bool:
         return self.open and not self.opening_in_flight
@@ -154,8 +157,10 @@ class CallAgent(Agent):
         tools: list[Any] | None = None,
         gate: ReplyGate | None = None,
         send_dtmf: Callable[[str], Awaitable[None]] | None = None,
+        opening_lost: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__(instructions=instructions, tools=tools or [])
+        self._opening_lost = opening_lost or (lambda: False)
         self._base_tools = list(tools or [])
         # the call-control tools, found on the class while the agent is not running;
         # send_dtmf is offered only in IVR replies
@@ -218,7 +223,15 @@ class CallAgent(Agent):
         self._publish(
             UserTurnCompleted(call_id=self._call_id, at=loop.time(), turn_id=turn_id, text=text)
         )
-        if not self._gate.allows():
+        gate = self._gate
+        if gate.open and gate.opening_in_flight and self._opening_lost():
+            # this turn's commit cut the controller's opening before a word of it
+            # was heard (the person's "Hello?" was still being transcribed when AMD
+            # decided): this reply is the opening
+            gate.opening_in_flight = False
+            if gate.opening_instructions:
+                turn_ctx.add_message(role="system", content=gate.opening_instructions)
+        elif not gate.allows():
             # the controller decides what to say (AMD has not found a person yet,
             # or its opening reply is already on its way); the turn stays in history
             raise StopResponse()
@@ -326,6 +339,7 @@ class SessionActor(Actor):
         self._closed = False
         self._started = asyncio.Event()
         self._hook_tasks: set[asyncio.Future[None]] = set()
+        self._played_runs: set[str] = set()
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -372,6 +386,7 @@ class SessionActor(Actor):
             tools=o.tools,
             gate=self.gate,
             send_dtmf=self._tool_dtmf,
+            opening_lost=self._opening_lost,
         )
         s = self.session
         s.input.audio = self.transport.audio_input
@@ -418,6 +433,7 @@ class SessionActor(Actor):
             handle = self.session.current_speech
             run_id = handle.id if handle is not None else "run_unknown"
             self._speaking_run = run_id
+            self._played_runs.add(run_id)
             self._publish(AgentSpeechStarted(call_id=self.call_id, at=self._now(), run_id=run_id))
 
     def _on_transcribed(self, ev: UserInputTranscribedEvent) -> None:
@@ -519,6 +535,14 @@ class SessionActor(Actor):
             finally:
                 for w in waits:
                     w.cancel()
+
+    def _opening_lost(self) -> bool:
+        """Whether the controller's opening was interrupted before any of it played."""
+        run = self.gate.opening_run
+        if run is None or run in self._played_runs:
+            return False
+        handle = self._handles.get(run)
+        return handle is None or handle.interrupted
 
     async def _tool_dtmf(self, digits: str) -> None:
         await self.transport.send_dtmf(digits)

@@ -187,7 +187,7 @@ def report(rows: list[Row], mode: str) -> None:
     print(f"  every human call:            {pct(humans)}")
     print(f"  the person answered the call: {pct(direct)}")
     talk = [r.talk_after_human for r in judged if r.talk_after_human is not None]
-    print(f"agent audio after the person verdict (s, replay time): {pct(talk)}")
+    print(f"agent audio after the person verdict (s, on the run's clock): {pct(talk)}")
     decided = [r.decided_at for r in judged if r.decided_at is not None]
     print(f"decision time from the answer, every decided call (s): {pct(decided)}")
     print()
