@@ -617,7 +617,15 @@ class CallControllerActor(Actor):
                         self.gate.opening_instructions = instr
                         self.gate.opening_run = None
                     run = await self._ask_session(
-                        GenerateReply(call_id=self.call_id, at=loop.time(), instructions=instr)
+                        GenerateReply(
+                            call_id=self.call_id,
+                            at=loop.time(),
+                            instructions=instr,
+                            # AMD may decide before the callee's words are committed:
+                            # that commit must not cut the opening (the callee's
+                            # next speech still can)
+                            protect=opening and self.fsm.policy.amd,
+                        )
                     )
                     if opening:
                         if self.gate is not None:

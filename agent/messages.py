@@ -156,9 +156,13 @@ class Say(_Msg):
 
 
 class GenerateReply(_Msg):
+    """Reply now. ``protect``: the callee's turn still being committed (its words
+    were heard before this reply) must not cut it; only new callee speech may."""
+
     kind: Literal["generate_reply"] = "generate_reply"
     instructions: str | None = None
     user_input: str | None = None
+    protect: bool = False
 
 
 class InterruptRun(_Msg):

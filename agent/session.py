@@ -158,9 +158,11 @@ class CallAgent(Agent):
         gate: ReplyGate | None = None,
         send_dtmf: Callable[[str], Awaitable[None]] | None = None,
         opening_lost: Callable[[], bool] | None = None,
+        committed: Callable[[str], bool] | None = None,
     ) -> None:
         super().__init__(instructions=instructions, tools=tools or [])
         self._opening_lost = opening_lost or (lambda: False)
+        self._committed = committed or (lambda text: False)
         self._base_tools = list(tools or [])
         # the call-control tools, found on the class while the agent is not running;
         # send_dtmf is offered only in IVR replies
@@ -216,13 +218,14 @@ class CallAgent(Agent):
     ) -> None:
         from livekit.agents.llm import StopResponse
 
-        self._turns += 1
-        turn_id = f"turn_{self._turns}"
         text = new_message.text_content or ""
-        loop = asyncio.get_running_loop()
-        self._publish(
-            UserTurnCompleted(call_id=self._call_id, at=loop.time(), turn_id=turn_id, text=text)
-        )
+        if not self._committed(text):  # not already recorded while a reply was protected
+            self._turns += 1
+            turn_id = f"turn_{self._turns}"
+            loop = asyncio.get_running_loop()
+            self._publish(
+                UserTurnCompleted(call_id=self._call_id, at=loop.time(), turn_id=turn_id, text=text)
+            )
         gate = self._gate
         if gate.open and gate.opening_in_flight and self._opening_lost():
             # this turn's commit cut the controller's opening before a word of it
@@ -340,6 +343,9 @@ class SessionActor(Actor):
         self._started = asyncio.Event()
         self._hook_tasks: set[asyncio.Future[None]] = set()
         self._played_runs: set[str] = set()
+        self._protected: SpeechHandle | None = None
+        self._pending_finals: list[str] = []
+        self._self_recorded: list[str] = []
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -387,6 +393,7 @@ class SessionActor(Actor):
             gate=self.gate,
             send_dtmf=self._tool_dtmf,
             opening_lost=self._opening_lost,
+            committed=self._on_commit,
         )
         s = self.session
         s.input.audio = self.transport.audio_input
@@ -424,6 +431,7 @@ class SessionActor(Actor):
 
     def _on_user_state(self, ev: UserStateChangedEvent) -> None:
         if ev.new_state == "speaking":
+            self._unprotect()  # new speech may interrupt any reply again
             self._publish(UserSpeechStarted(call_id=self.call_id, at=self._now()))
         elif ev.old_state == "speaking":
             self._publish(UserSpeechStopped(call_id=self.call_id, at=self._now()))
@@ -437,6 +445,11 @@ class SessionActor(Actor):
             self._publish(AgentSpeechStarted(call_id=self.call_id, at=self._now(), run_id=run_id))
 
     def _on_transcribed(self, ev: UserInputTranscribedEvent) -> None:
+        if ev.is_final and ev.transcript.strip():
+            self._pending_finals.append(ev.transcript.strip())
+            protected = self._protected
+            if protected is not None and not protected.done() and not protected.interrupted:
+                self._record_pending()
         turn_id = f"turn_{(self.agent._turns if self.agent else 0) + 1}"
         self._publish(
             UserTranscript(
@@ -536,6 +549,55 @@ class SessionActor(Actor):
                 for w in waits:
                     w.cancel()
 
+    # -- a protected reply ---------------------------------------------------
+    #
+    # livekit interrupts the speech in progress when it commits a callee turn.
+    # A reply the controller starts right after the callee's words (AMD's
+    # "Hello?" verdict comes before STT and endpointing are done) would be cut
+    # by the commit of those very words. Such a reply is generated with
+    # interruptions off until the callee speaks again; livekit then skips the
+    # commit (no hook, no history), so the session records those words itself.
+
+    def _protect(self, handle: SpeechHandle) -> None:
+        self._protected = handle
+        self._record_pending()
+
+    def _unprotect(self) -> None:
+        handle, self._protected = self._protected, None
+        if handle is not None and not handle.done() and not handle.interrupted:
+            handle.allow_interruptions = True
+
+    def _record_pending(self) -> None:
+        """Record the finals livekit will not commit (a protected reply is playing)."""
+        if not self._pending_finals or self.agent is None:
+            return
+        text = " ".join(self._pending_finals).strip()
+        self._pending_finals.clear()
+        if not text:
+            return
+        self.agent._turns += 1
+        self._self_recorded.append(text)
+        self._publish(
+            UserTurnCompleted(
+                call_id=self.call_id,
+                at=self._now(),
+                turn_id=f"turn_{self.agent._turns}",
+                text=text,
+            )
+        )
+        agent = self.agent
+        ctx = agent.chat_ctx.copy()
+        ctx.add_message(role="user", content=text)
+        self._spawn_hook(agent.update_chat_ctx(ctx))
+
+    def _on_commit(self, text: str) -> bool:
+        """livekit committed a turn: True when the session already recorded it."""
+        self._pending_finals.clear()
+        if text.strip() in self._self_recorded:
+            self._self_recorded.remove(text.strip())
+            return True
+        return False
+
     def _opening_lost(self) -> bool:
         """Whether the controller's opening was interrupted before any of it played."""
         run = self.gate.opening_run
@@ -557,13 +619,18 @@ class SessionActor(Actor):
         match msg:
             case Say(text=text, allow_interruptions=allow):
                 return session.say(text, allow_interruptions=allow).id
-            case GenerateReply(instructions=instr, user_input=user_input):
+            case GenerateReply(instructions=instr, user_input=user_input, protect=protect):
                 kwargs: dict[str, Any] = {}
                 if instr:
                     kwargs["instructions"] = instr
                 if user_input:
                     kwargs["user_input"] = user_input
-                return session.generate_reply(**kwargs).id
+                if protect:
+                    kwargs["allow_interruptions"] = False
+                reply = session.generate_reply(**kwargs)
+                if protect:
+                    self._protect(reply)
+                return reply.id
             case InterruptRun(run_id=run_id):
                 handle = self._handles.get(run_id)
                 if handle is None or handle.done():

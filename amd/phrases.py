@@ -166,6 +166,8 @@ IVR_STRONG: tuple[str, ...] = (
     "menu options have changed",
     "dial the extension",
     "know your party's extension",
+    "your party's extension",
+    "enter the extension",
     "you can say things like",
     "say the name of the department",
     "say the name of the person",

@@ -36,7 +36,11 @@ SAMPLES: dict[str, dict[str, typing.Any]] = {
     "dtmf_received": {"digits": "12#"},
     "dtmf_sent": {"digits": "9"},
     "say": {"text": "Please hold.", "allow_interruptions": False},
-    "generate_reply": {"instructions": "be brief", "user_input": "what time is it"},
+    "generate_reply": {
+        "instructions": "be brief",
+        "user_input": "what time is it",
+        "protect": True,
+    },
     "interrupt_run": {"run_id": "run_1"},
     "send_dtmf": {"digits": "1"},
     "hang_up": {"reason": "voicemail", "graceful": True},
