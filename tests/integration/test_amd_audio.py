@@ -18,7 +18,8 @@ from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
 from agent.runtime import clock
 from tests.conftest import CALLS
 
-pytestmark = pytest.mark.integration
+# the whole suite replays in the module fixture: minutes, not the default 120 s
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
 AMD_CALLS = CALLS / "amd"
 

@@ -24,6 +24,9 @@ from tests.fakes.models import ScriptedLLM
 
 AMD_CALLS = CALLS / "amd"
 
+# the whole suite replays in the module fixture
+pytestmark = pytest.mark.timeout(600)
+
 
 @pytest.fixture(scope="module")
 def replayed() -> list[ReplayedCall]:
