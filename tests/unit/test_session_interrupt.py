@@ -34,3 +34,48 @@ def test_interrupt_run_only_hits_the_run_it_names(monkeypatch: pytest.MonkeyPatc
     assert agent[1].interrupted is False
     assert agent[2].interrupted is True
     assert agent[2].end - agent[2].start < 0.2
+
+
+def test_opening_is_not_cut_by_the_commit_of_the_words_amd_already_decided_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A slow recogniser: AMD's "Hello?" rule decides before the final transcript.
+
+    livekit commits that transcript's turn after the opening has started; the
+    opening must play on, and the callee's words must be recorded exactly once.
+    """
+    import asyncio
+
+    from agent.telephony.sim_io import TranscriptFeedSTT
+    from tests.unit.test_replay_calls import _inline
+
+    original = TranscriptFeedSTT.final_transcript
+
+    def late_final(self: TranscriptFeedSTT, text: str) -> None:
+        asyncio.get_running_loop().call_later(0.8, original, self, text)
+
+    monkeypatch.setattr(TranscriptFeedSTT, "final_transcript", late_final)
+    call = _inline(
+        """
+name: slow-recogniser
+callee:
+  - at: 0.5
+    say: "Hello?"
+  - after: agent_turn
+    gap: 0.5
+    timeout: 15
+    hangup: true
+max_seconds: 30
+""",
+        tmp_path,
+    )
+    (r,) = _replay([call])
+    res = r.result
+    callee = [t for t in res.turns if t.role == "callee"]
+    agent = [t for t in res.turns if t.role == "agent"]
+    assert [t.text for t in callee] == ["Hello?"]
+    assert agent and agent[0].interrupted is False
+    # decided on timing 0.5 s after "Hello?" ended, and the opening started right away
+    assert res.amd is not None and res.amd.category == "human"
+    hello_end = 0.5 + 0.065 * len("Hello?")
+    assert agent[0].start == pytest.approx(hello_end + 0.5, abs=0.15)
