@@ -65,6 +65,9 @@ SCREENING_STRONG: tuple[str, ...] = (
     "the person you are calling is using",
     "call assistant",
     "calling assistant",
+    "automated assistant",
+    "virtual assistant",
+    "digital assistant",
     "tell me your name",
     "before i connect you",
     "before i put you through",
@@ -155,7 +158,7 @@ UNAVAILABLE_STRONG: tuple[str, ...] = (
 )
 # Carrier voicemail often opens "the number you have dialed is not available,
 # please leave a message": on its own this opener must not end the call.
-UNAVAILABLE_HINTS: tuple[str, ...] = ("the number you have dialed",)
+UNAVAILABLE_HINTS: tuple[str, ...] = ("the number you have dialed", "try again later")
 
 IVR_STRONG: tuple[str, ...] = (
     "press {d} for",
