@@ -138,8 +138,10 @@ class ToneListener:
                 if abs(lo - a) < 15 and abs(hi - b) < 15:
                     return False
             ratio = hi / lo
-            if ratio < 1.15:
-                return False  # two close peaks: a voice's formant, not a dual beep
+            if ratio < 1.15 or (lo < 600.0 and ratio < 1.35):
+                # two close low peaks: neighbouring harmonics of a voice under its
+                # first formant (their ratio drifts with the pitch), not a dual beep
+                return False
             for n in range(1, 9):
                 if abs(ratio - (n + 1) / n) < 0.01 * ratio:
                     return False  # neighbouring harmonics of one pitch: a voice or a note
