@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .phrases import misheard_keys
+from .phrases import NUMBER_WORDS, misheard_keys
 
 __all__ = ["MenuOption", "menu_options", "choose_option", "PERSON_GOAL", "SEND_GOAL"]
 
@@ -23,22 +23,8 @@ PERSON_GOAL = (
 #: What a voicemail's post-message menu option to deliver the message looks like.
 SEND_GOAL = "send deliver finish save done"
 
-_DIGIT_WORDS = {
-    "zero": "0",
-    "oh": "0",
-    "one": "1",
-    "two": "2",
-    "three": "3",
-    "four": "4",
-    "five": "5",
-    "six": "6",
-    "seven": "7",
-    "eight": "8",
-    "nine": "9",
-    "pound": "#",
-    "hash": "#",
-    "star": "*",
-}
+#: Spoken keys: the digits, plus "oh" for zero and the symbol keys.
+_DIGIT_WORDS = {**NUMBER_WORDS, "oh": "0", "pound": "#", "hash": "#", "star": "*"}
 _KEY = r"(\d|#|\*|zero|oh|one|two|three|four|five|six|seven|eight|nine|pound|hash|star)"
 _PRESS = re.compile(rf"\b(?:press|dial|enter|push|select)\s+(?:the\s+)?{_KEY}\b(?:\s+key)?")
 _STOP = frozenset(

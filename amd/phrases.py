@@ -212,7 +212,7 @@ PACKS: dict[AmdCategory, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "wait": (WAIT_STRONG, WAIT_HINTS),
 }
 
-_NUMBER_WORDS = {
+NUMBER_WORDS: dict[str, str] = {
     "zero": "0",
     "one": "1",
     "two": "2",
@@ -297,7 +297,7 @@ def normalise(text: str) -> str:
     words: list[str] = []
     for raw in text.split():
         for word in _BARE_CONTRACTIONS.get(raw, raw).split():
-            word = _NUMBER_WORDS.get(word, word)
+            word = NUMBER_WORDS.get(word, word)
             if words and (words[-1], word) in _COMPOUNDS:
                 words[-1] = _COMPOUNDS[(words[-1], word)]
             else:
