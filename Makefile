@@ -44,6 +44,7 @@ bench: install
 	$(BIN)/python bench/replay_speed.py
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/amd.py
+	$(BIN)/python bench/guardrails.py
 
 clean:
 	rm -rf $(VENV) .cache runs .pytest_cache .mypy_cache .ruff_cache

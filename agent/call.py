@@ -18,10 +18,13 @@ from livekit.agents import llm, stt, tts, vad
 from livekit.agents.llm import DecisionModel
 
 from amd.actor import AmdActor
-from guardrails.actor import CheckResult, GuardrailActor
+from guardrails.actor import GuardrailActor
+from guardrails.config import install_checks
+from guardrails.decision import DecisionGuardrail
 
 from .config import AgentConfig
 from .controller import CallControllerActor, ControllerFSM, ControllerPolicy
+from .guarding import GuardrailFactory, GuardrailHooks
 from .messages import (
     ActorCrashed,
     CallAnswered,
@@ -29,16 +32,15 @@ from .messages import (
     CallNotAnswered,
     CallStarted,
     Direction,
-    GuardrailCheck,
     HangUp,
 )
-from .runtime import Actor, ActorStopped, Bus, CallScope, Escalation
+from .runtime import Bus, CallScope, Escalation
 from .runtime.tasks import CallTasks
-from .session import ReplyGate, SessionActor, SessionHooks, SessionOptions, TurnVerdict
+from .session import ReplyGate, SessionActor, SessionOptions
 
 logger = logging.getLogger("agent.call")
 
-__all__ = ["ModelSet", "CallOutcome", "GuardrailHooks", "run_call", "new_call_id"]
+__all__ = ["ModelSet", "CallOutcome", "run_call", "new_call_id"]
 
 
 def new_call_id() -> str:
@@ -58,6 +60,8 @@ class ModelSet:
     speech_end_offset: float = 0.0
     #: The AMD classifier for turns phrases and tones do not settle (None: built-in lexical).
     amd_classifier: DecisionModel | None = None
+    #: Builds the guardrail's decision models and response guardrails (shared by calls).
+    guardrails: GuardrailFactory | None = None
 
 
 @dataclass
@@ -69,61 +73,6 @@ class CallOutcome:
     reason: str
     answered_at: float | None
     ended_at: float
-
-
-class GuardrailHooks(SessionHooks):
-    """Session hooks that ask the guardrail actor, with a timeout; errors allow."""
-
-    def __init__(self, guardrail: Actor, call_id: str, timeout: float = 1.0) -> None:
-        self.guardrail = guardrail
-        self.call_id = call_id
-        self.timeout = timeout
-
-    async def _ask(self, check: GuardrailCheck) -> TurnVerdict:
-        try:
-            res: CheckResult = await self.guardrail.ask(check, timeout=self.timeout)
-        except ActorStopped:
-            return TurnVerdict()  # the call is ending
-        except Exception:  # AskTimeout included: a slow guardrail must not block the call
-            logger.warning(
-                "guardrail check failed; allowing",
-                extra={"call_id": self.call_id, "hook": check.hook},
-            )
-            return TurnVerdict()
-        return TurnVerdict(action=res.action, say=res.say, instructions=res.instructions)
-
-    def _now(self) -> float:
-        return asyncio.get_running_loop().time()
-
-    async def on_user_turn(self, turn_id: str, text: str) -> TurnVerdict:
-        return await self._ask(
-            GuardrailCheck(
-                call_id=self.call_id,
-                at=self._now(),
-                hook="on_user_turn",
-                text=text,
-                turn_id=turn_id,
-            )
-        )
-
-    async def on_agent_sentence(self, run_id: str, index: int, text: str) -> TurnVerdict:
-        return await self._ask(
-            GuardrailCheck(
-                call_id=self.call_id,
-                at=self._now(),
-                hook="on_agent_sentence",
-                text=text,
-                run_id=run_id,
-                index=index,
-            )
-        )
-
-    async def on_agent_turn(self, run_id: str, text: str, interrupted: bool) -> None:
-        await self._ask(
-            GuardrailCheck(
-                call_id=self.call_id, at=self._now(), hook="on_agent_turn", text=text, run_id=run_id
-            )
-        )
 
 
 async def run_call(
@@ -217,7 +166,6 @@ async def run_call(
     tracked = CallTasks(call_id)
     with tracked:
         async with CallScope(call_id, on_escalate=on_escalate) as scope:
-            guardrail = GuardrailActor(call_id=call_id, bus=bus)
             amd = AmdActor(
                 call_id=call_id,
                 bus=bus,
@@ -239,7 +187,6 @@ async def run_call(
                 tts_model=models.tts,
                 vad_model=models.vad,
                 instructions=config.full_instructions(),
-                hooks=GuardrailHooks(guardrail, call_id),
                 options=SessionOptions(
                     turn_detection=models.turn_detection,
                     min_endpointing_delay=config.turn.min_endpointing_delay,
@@ -248,6 +195,8 @@ async def run_call(
                 ),
                 gate=gate,
             )
+            guardrail = _guardrail_actor(call_id, bus, session, config, models)
+            session.hooks = GuardrailHooks(guardrail, call_id)
             controller = CallControllerActor(
                 call_id=call_id,
                 bus=bus,
@@ -291,3 +240,25 @@ async def run_call(
         logger.debug("cancelled tasks the call left", extra={"call_id": call_id, "n": stray})
     end = final[0]
     return CallOutcome(call_id, end.disposition, end.reason, answered_at, end.at)
+
+
+def _guardrail_actor(
+    call_id: str, bus: Bus, session: SessionActor, config: AgentConfig, models: ModelSet
+) -> GuardrailActor:
+    """The call's guardrail: its DecisionGuardrail (held by the session) and response checks."""
+    gcfg = config.guardrails
+    factory = models.guardrails or GuardrailFactory(session_llm=models.llm)
+    decision: DecisionGuardrail | None = None
+    if gcfg.checks or gcfg.setup:
+        decision = DecisionGuardrail(
+            session, model=factory.decision_model(gcfg), timeout=gcfg.timeout, eager=gcfg.eager
+        )
+        install_checks(decision, gcfg)
+    return GuardrailActor(
+        call_id=call_id,
+        bus=bus,
+        guardrail=decision,
+        response=factory.response(gcfg),
+        agent_name=config.name,
+        reply_mode=gcfg.reply_mode,
+    )

@@ -128,6 +128,58 @@ def demo(
     raise typer.Exit(code)
 
 
+@app.command()
+def decide(
+    decision: Annotated[
+        list[str],
+        typer.Option(
+            "--decision",
+            "-d",
+            help="NAME or NAME=PROMPT (repeat); with --model rules NAME picks a built-in pack",
+        ),
+    ],
+    model: Annotated[
+        str,
+        typer.Option(
+            help="rules, llm (the config's LLM), llm:<llm model>, openai/<model>, "
+            "inference/<provider>/<model>"
+        ),
+    ] = "rules",
+    packs: Annotated[
+        list[Path] | None, typer.Option("--packs", help="extra rules-pack folder (repeat)")
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="agent config YAML (for --model llm)")] = None,
+) -> None:
+    """Evaluate decisions on each line of stdin; print one JSON object per line."""
+    from guardrails.rules import PackError, load_packs
+
+    from .decide_cli import DecideError, main, parse_decisions
+    from .models.registry import (
+        ModelConfigError,
+        UnknownModelError,
+        build_decision_model,
+        build_llm,
+    )
+
+    pack_dirs = [str(p) for p in packs or []]
+    for p in packs or []:
+        if not p.is_dir():
+            raise _fail(f"--packs {p}: not a folder of rules packs")
+    try:
+        names = list(load_packs(pack_dirs)) if model == "rules" else []
+        decisions = parse_decisions(decision, rules=model == "rules", pack_names=names)
+        session_llm = None
+        if model == "llm":
+            cfg = load_config(config)
+            session_llm = build_llm(cfg.models.llm, base_url=cfg.models.llm_base_url)
+        built = build_decision_model(model, session_llm=session_llm, pack_dirs=pack_dirs)
+    except (DecideError, PackError, ConfigError) as exc:
+        raise _fail(str(exc)) from None
+    except (UnknownModelError, ModelConfigError) as exc:
+        raise _fail(f"--model: {exc}") from None
+    main(built, decisions)
+
+
 @app.command("models")
 def models_cmd() -> None:
     """List the model strings the registry knows."""

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from amd.config import AmdConfig
+from guardrails.config import GuardrailsConfig
 
 __all__ = [
     "AgentConfig",
@@ -101,6 +102,7 @@ class AgentConfig(BaseSettings):
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     turn: TurnConfig = Field(default_factory=TurnConfig)
     amd: AmdConfig = Field(default_factory=AmdConfig)
+    guardrails: GuardrailsConfig = Field(default_factory=GuardrailsConfig)
 
     @classmethod
     def settings_customise_sources(

@@ -276,13 +276,35 @@ class GuardrailCheck(_Msg):
 
 
 class GuardrailEvaluated(_Msg):
+    """One guardrail evaluation: a hook's checks (or a reply's response guardrails).
+
+    ``decisions`` holds each decision's value, ``errors`` why a check failed (its
+    ``on_error`` then decided the action), ``eager`` whether a user turn's eager
+    result was ``ready``, ``pending`` or a ``miss`` at the end of the turn.
+    """
+
     kind: Literal["guardrail_evaluated"] = "guardrail_evaluated"
     hook: GuardrailHook
-    action: Literal["allow", "block", "steer", "error"]
+    action: Literal["allow", "block", "steer"]
     decisions: dict[str, float | str | bool] = Field(default_factory=dict)
+    errors: dict[str, str] = Field(default_factory=dict)
     latency: float = 0.0
     turn_id: str | None = None
     run_id: str | None = None
+    index: int | None = None
+    eager: Literal["ready", "pending", "miss"] | None = None
+    end_call: bool = False
+    #: "decision" (DecisionGuardrail checks) or "response" (response guardrails)
+    source: Literal["decision", "response"] = "decision"
+
+
+class ResponseCheck(_Msg):
+    """The session asks the response guardrails about a whole agent reply."""
+
+    kind: Literal["response_check"] = "response_check"
+    text: str
+    run_id: str | None = None
+    user_text: str = ""
 
 
 Message = Annotated[
@@ -315,7 +337,8 @@ Message = Annotated[
     | VoicemailLeft
     | SetTools
     | GuardrailCheck
-    | GuardrailEvaluated,
+    | GuardrailEvaluated
+    | ResponseCheck,
     Field(discriminator="kind"),
 ]
 

@@ -5,13 +5,15 @@ the grouping changes. The first piece of a reply may be a clause rather than a
 whole sentence (see :func:`split_sentences`): on a 2-core machine it lets the
 first audio start a few hundred milliseconds sooner. Tool-call chunks pass
 through untouched. After each released sentence the gate yields livekit's
-``FlushSentinel`` so TTS starts on it at once. When a check
-blocks a sentence, nothing more is released and the upstream LLM stream is
-closed, so no later text or tool call escapes.
+``FlushSentinel`` so TTS starts on it at once. Sentences are checked
+concurrently and released in order. When a check blocks a sentence, nothing
+more is released and the upstream LLM stream is closed, so no later text or
+tool call escapes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -65,57 +67,114 @@ def split_sentences(
     return out, rest
 
 
-class SentenceGate:
-    """Wraps an LLM chunk stream; yields text one checked sentence at a time."""
+ReplyCheck = Callable[[str, str], Awaitable[tuple[bool, str | None]]]
 
-    def __init__(self, *, run_id: str, check: Check) -> None:
+
+class SentenceGate:
+    """Wraps an LLM chunk stream; yields text one checked sentence at a time.
+
+    Sentences are checked concurrently (each check starts as soon as the
+    sentence is complete) and released in order. With ``reply_check`` the
+    reply is buffered: nothing is released until the whole reply has passed
+    its sentence checks and ``reply_check(run_id, text)`` allowed it; a denied
+    reply is replaced by the replacement text it returns (or dropped).
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        check: Check | None,
+        reply_check: ReplyCheck | None = None,
+    ) -> None:
         self.run_id = run_id
         self._check = check
-        self._index = 0
+        self._reply_check = reply_check
+        self._queued = 0
         self.blocked = False
         self.released: list[str] = []
 
-    async def _release(self, sentences: list[str]) -> AsyncIterator[str | FlushSentinel]:
-        for sentence in sentences:
-            if not sentence.strip():
-                yield sentence
-                continue
-            allowed = await self._check(self.run_id, self._index, sentence)
-            self._index += 1
-            if not allowed:
-                self.blocked = True
-                return
-            self.released.append(sentence)
-            yield sentence
-            # end the TTS segment here: livekit's sentence tokenizer would otherwise
-            # hold this sentence back until the next one starts (lookahead)
-            yield FlushSentinel()
+    def _start_check(self, sentence: str) -> asyncio.Future[bool] | None:
+        if not sentence.strip() or self._check is None:
+            return None
+        index = self._queued
+        self._queued += 1
+        return asyncio.ensure_future(self._check(self.run_id, index, sentence))
 
     async def process(self, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """Yield what ``upstream`` yields, text regrouped into checked sentences."""
+        queue: asyncio.Queue[tuple[str, Any, asyncio.Future[bool] | None]] = asyncio.Queue()
+        pump = asyncio.ensure_future(self._pump(upstream, queue))
+        held: list[str] = []
+        try:
+            while True:
+                what, item, verdict = await queue.get()
+                if what == "end":
+                    break
+                if what == "error":
+                    raise item
+                if what == "pass":
+                    yield item
+                    continue
+                if verdict is not None and not await verdict:
+                    self.blocked = True
+                    return
+                if self._reply_check is not None:
+                    held.append(item)
+                    continue
+                self.released.append(item)
+                yield item
+                if item.strip():
+                    # end the TTS segment here: livekit's sentence tokenizer would otherwise
+                    # hold this sentence back until the next one starts (lookahead)
+                    yield FlushSentinel()
+            if self._reply_check is not None and held:
+                text = "".join(held)
+                allowed, replacement = await self._reply_check(self.run_id, text)
+                out = text if allowed else (replacement or "")
+                if not allowed:
+                    self.blocked = True
+                if out:
+                    self.released.append(out)
+                    yield out
+        finally:
+            pump.cancel()
+            while not queue.empty():
+                _, _, pending = queue.get_nowait()
+                if pending is not None:
+                    pending.cancel()
+            await asyncio.gather(pump, return_exceptions=True)
+            aclose = getattr(upstream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _pump(
+        self,
+        upstream: AsyncIterator[Any],
+        queue: asyncio.Queue[tuple[str, Any, asyncio.Future[bool] | None]],
+    ) -> None:
+        """Read the LLM stream, queue sentences with their checks (started at once)."""
         buffer = ""
         try:
             async for chunk in upstream:
                 text, passthrough = _split_chunk(chunk)
                 if passthrough is not None:
-                    yield passthrough
+                    queue.put_nowait(("pass", passthrough, None))
                 if not text:
                     continue
                 buffer += text
                 sentences, buffer = split_sentences(
-                    buffer, final=False, first_clause=self._index == 0
+                    buffer, final=False, first_clause=self._queued == 0
                 )
-                async for s in self._release(sentences):
-                    yield s
-                if self.blocked:
-                    return
+                for s in sentences:
+                    queue.put_nowait(("text", s, self._start_check(s)))
             sentences, buffer = split_sentences(buffer, final=True)
-            async for s in self._release(sentences):
-                yield s
+            for s in sentences:
+                queue.put_nowait(("text", s, self._start_check(s)))
+        except Exception as exc:
+            queue.put_nowait(("error", exc, None))
         finally:
-            aclose = getattr(upstream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            queue.put_nowait(("end", None, None))
 
 
 def _split_chunk(chunk: Any) -> tuple[str, Any | None]:

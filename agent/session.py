@@ -77,6 +77,8 @@ class TurnVerdict:
     action: str = "allow"  # allow | block | steer
     say: str | None = None
     instructions: str | None = None
+    #: hang up (gracefully, after ``say``) once the block is handled
+    end_call: bool = False
 
 
 ALLOW = TurnVerdict()
@@ -93,6 +95,13 @@ class SessionHooks:
 
     async def on_agent_turn(self, run_id: str, text: str, interrupted: bool) -> None:
         return None
+
+    #: Whether whole replies are checked (by :meth:`on_reply`) before any of them is spoken.
+    buffered_replies: bool = False
+
+    async def on_reply(self, run_id: str, text: str) -> TurnVerdict:
+        """A whole reply, in buffered mode: allow, or block with replacement text in ``say``."""
+        return ALLOW
 
 
 class CallTransport(Protocol):
@@ -176,7 +185,8 @@ class CallAgent(Agent):
         self._publish = publish
         self._call_id = call_id
         self._turns = 0
-        self.blocked_say: str | None = None
+        #: run id -> what to say after that reply, because a sentence of it was blocked
+        self.blocked_say: dict[str, str] = {}
         self.latest_created_run: str | None = None
 
     @function_tool
@@ -219,13 +229,16 @@ class CallAgent(Agent):
         from livekit.agents.llm import StopResponse
 
         text = new_message.text_content or ""
-        if not self._committed(text):  # not already recorded while a reply was protected
+        recorded = self._committed(text)  # already recorded while a reply was protected
+        if not recorded:
             self._turns += 1
-            turn_id = f"turn_{self._turns}"
             loop = asyncio.get_running_loop()
             self._publish(
-                UserTurnCompleted(call_id=self._call_id, at=loop.time(), turn_id=turn_id, text=text)
+                UserTurnCompleted(
+                    call_id=self._call_id, at=loop.time(), turn_id=f"turn_{self._turns}", text=text
+                )
             )
+        turn_id = f"turn_{self._turns}"
         gate = self._gate
         if gate.open and gate.opening_in_flight and self._opening_lost():
             # this turn's commit cut the controller's opening before a word of it
@@ -237,35 +250,76 @@ class CallAgent(Agent):
         elif not gate.allows():
             # the controller decides what to say (AMD has not found a person yet,
             # or its opening reply is already on its way); the turn stays in history
+            if not recorded:
+                await self._keep_in_history(new_message)
             raise StopResponse()
         verdict = await self._hooks.on_user_turn(turn_id, text)
         if verdict.action == "block":
+            # no reply; the caller's words stay in the history
+            if not recorded:
+                await self._keep_in_history(new_message)
             if verdict.say:
                 self.session.say(verdict.say)
+            if verdict.end_call:
+                self._publish(
+                    HangUp(
+                        call_id=self._call_id,
+                        at=asyncio.get_running_loop().time(),
+                        reason="guardrail ended the call",
+                        graceful=True,
+                    )
+                )
             raise StopResponse()
         if verdict.action == "steer" and verdict.instructions:
+            # this reply's context only: livekit passes a copy of the history here
             turn_ctx.add_message(role="system", content=verdict.instructions)
+
+    async def _keep_in_history(self, message: llm.ChatMessage) -> None:
+        """Add a user message livekit drops when the hook stops the reply."""
+        if not (message.text_content or "").strip():
+            return
+        ctx = self.chat_ctx.copy()
+        ctx.items.append(message)
+        await self.update_chat_ctx(ctx)
 
     def llm_node(
         self, chat_ctx: llm.ChatContext, tools: list[llm.Tool], model_settings: Any
     ) -> AsyncIterable[llm.ChatChunk | str]:
         upstream = Agent.default.llm_node(self, chat_ctx, tools, model_settings)
         run_id = _reply_run_id(self.latest_created_run)
-        gate = SentenceGate(run_id=run_id, check=self._check_sentence)
+        gate = SentenceGate(
+            run_id=run_id,
+            check=self._check_sentence,
+            reply_check=self._check_reply if self._hooks.buffered_replies else None,
+        )
         return gate.process(_as_async_iter(upstream))
 
     async def _check_sentence(self, run_id: str, index: int, text: str) -> bool:
-        loop = asyncio.get_running_loop()
         verdict = await self._hooks.on_agent_sentence(run_id, index, text)
         if verdict.action == "block":
-            self.blocked_say = verdict.say
+            if verdict.say:
+                self.blocked_say[run_id] = verdict.say
             return False
+        if not self._hooks.buffered_replies:
+            self._released(run_id, index, text)
+        return True
+
+    async def _check_reply(self, run_id: str, text: str) -> tuple[bool, str | None]:
+        verdict = await self._hooks.on_reply(run_id, text)
+        if verdict.action == "block":
+            if verdict.say:
+                self._released(run_id, 0, verdict.say)
+            return False, verdict.say
+        self._released(run_id, 0, text)
+        return True, None
+
+    def _released(self, run_id: str, index: int, text: str) -> None:
+        loop = asyncio.get_running_loop()
         self._publish(
             AgentSentence(
                 call_id=self._call_id, at=loop.time(), run_id=run_id, index=index, text=text
             )
         )
-        return True
 
 
 def _tool_name(tool: Any) -> str | None:
@@ -337,6 +391,8 @@ class SessionActor(Actor):
         self._instructions = instructions
         self.session: AgentSession | None = None
         self.agent: CallAgent | None = None
+        #: the session's DecisionGuardrail slot (one per session)
+        self.guardrail: Any = None
         self._handles: dict[str, SpeechHandle] = {}
         self._speaking_run: str | None = None
         self._closed = False
@@ -487,8 +543,9 @@ class SessionActor(Actor):
         )
         self._publish(msg)
         agent = self.agent
-        if agent is not None and agent.blocked_say and not interrupted and self.session:
-            say, agent.blocked_say = agent.blocked_say, None
+        say = agent.blocked_say.pop(handle.id, None) if agent is not None else None
+        if say and not interrupted and handle.id in self._played_runs and self.session:
+            # a sentence of this reply was blocked: say the replacement after what played
             self.session.say(say)
         self._spawn_hook(self.hooks.on_agent_turn(handle.id, text, interrupted))
 

@@ -1,43 +1,235 @@
-"""GuardrailActor: answers the session's hook checks (skeleton).
+"""GuardrailActor: the call's guardrail, answering the session's hook checks.
 
-The session's hooks ask this actor with a timeout: before a reply (the user
-turn), for each agent sentence before it is spoken, and after each agent turn.
-Until decision-model checks are configured, every check is answered ``allow``
-and nothing is published.
+The session's hooks ask this actor with a timeout: after a user turn (before the
+reply), for each agent sentence before it is spoken, after each agent turn, and
+(in buffered reply mode) for each whole reply. Checks run concurrently: the
+actor answers a check at once with a future it owns, so its mailbox stays free
+for the next sentence and for final transcripts, which start eager evaluation
+of the user turn so far. Every evaluation is published as a
+:class:`~agent.messages.GuardrailEvaluated`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agent.messages import GuardrailCheck
+from agent.messages import (
+    AgentTurnCompleted,
+    GuardrailCheck,
+    GuardrailEvaluated,
+    ResponseCheck,
+    UserTranscript,
+    UserTurnCompleted,
+)
 from agent.runtime import Actor, Bus
 
+from .decision import DecisionGuardrail, GuardrailOutcome
+from .response import CallContext, ResponseGuardrails
+
+logger = logging.getLogger("guardrails")
+
 __all__ = ["GuardrailActor", "CheckResult"]
+
+#: How many earlier messages the actor keeps for checks that read history.
+_HISTORY = 50
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The reply to a :class:`~agent.messages.GuardrailCheck`."""
+    """The answer to a :class:`~agent.messages.GuardrailCheck` or a ``ResponseCheck``."""
 
     action: Literal["allow", "block", "steer"] = "allow"
     say: str | None = None
     instructions: str | None = None
+    end_call: bool = False
+
+
+ALLOW = CheckResult()
 
 
 class GuardrailActor(Actor):
-    """Answers hook checks; with no checks configured, always ``allow``."""
+    """Runs the call's decision checks and response guardrails.
 
-    def __init__(self, *, call_id: str, bus: Bus) -> None:
+    Args:
+        call_id: the call.
+        bus: the call bus (the actor subscribes to transcripts and turns).
+        guardrail: the call's DecisionGuardrail (None: no decision checks).
+        response: the process's response guardrails, shared by every call (None: none).
+        agent_name: the agent config's name, for response guardrails.
+        reply_mode: "streamed" (response guardrails report after the reply) or
+            "buffered" (they are asked before the reply is spoken).
+    """
+
+    SUBSCRIBES = ("user_transcript", "user_turn_completed", "agent_turn_completed")
+
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        bus: Bus,
+        guardrail: DecisionGuardrail | None = None,
+        response: ResponseGuardrails | None = None,
+        agent_name: str = "default",
+        reply_mode: str = "streamed",
+    ) -> None:
         super().__init__("guardrail")
         self.call_id = call_id
         self.bus = bus
+        self.guardrail = guardrail
+        self.response = response if response is not None and len(response) else None
+        self.agent_name = agent_name
+        self.reply_mode = reply_mode
         self.checks = 0
+        self._finals: list[str] = []
+        self._history: list[tuple[str, str]] = []
+        self._last_user = ""
+        self._tasks: set[asyncio.Future[Any]] = set()
+        if guardrail is not None or self.response is not None:
+            bus.subscribe(self.SUBSCRIBES, self)
+
+    @property
+    def hook_timeout(self) -> float:
+        """How long the session's hooks wait for an answer (a little over the longest check)."""
+        longest = self.guardrail.max_timeout if self.guardrail is not None else 0.0
+        if self.response is not None:
+            longest = max([longest, *(spec.timeout for spec in self.response.specs)])
+        return max(longest, 0.5) + 0.5
+
+    def wants(self, hook: str) -> bool:
+        """Whether the session should ask about ``hook`` at all."""
+        if hook == "response":
+            return self.response is not None and self.reply_mode == "buffered"
+        if hook == "on_agent_turn" and self.response is not None:
+            return True
+        return self.guardrail is not None and self.guardrail.has_checks(hook)  # type: ignore[arg-type]
 
     async def receive(self, msg: Any) -> Any:
         match msg:
+            case UserTranscript(final=True, text=text) if text.strip():
+                self._finals.append(text.strip())
+                if self.guardrail is not None:
+                    self.guardrail.prefetch(" ".join(self._finals), self._history)
+                return None
+            case UserTranscript():
+                return None
+            case UserTurnCompleted(text=text):
+                self._finals.clear()
+                self._remember("user", text)
+                self._last_user = text
+                return None
+            case AgentTurnCompleted(text=text):
+                self._remember("assistant", text)
+                return None
             case GuardrailCheck():
                 self.checks += 1
-                return CheckResult()
+                return self._own(self._check(msg))
+            case ResponseCheck():
+                self.checks += 1
+                return self._own(self._response(msg, enforce=True))
         raise TypeError(f"guardrail cannot handle {getattr(msg, 'kind', msg)!r}")
+
+    def _remember(self, role: str, text: str) -> None:
+        if text.strip():
+            self._history.append((role, text))
+            del self._history[:-_HISTORY]
+
+    def _own(self, coro: Any) -> asyncio.Future[CheckResult]:
+        task: asyncio.Future[CheckResult] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _before(self, role: str, text: str) -> list[tuple[str, str]]:
+        """History before ``text`` (the turn being checked may already be in it)."""
+        h = self._history
+        if h and h[-1] == (role, text):
+            return h[:-1]
+        return list(h)
+
+    async def _check(self, msg: GuardrailCheck) -> CheckResult:
+        results = []
+        if self.guardrail is not None and self.guardrail.has_checks(msg.hook):
+            role = "user" if msg.hook == "on_user_turn" else "assistant"
+            history = self._before(role, msg.text)
+            eager = (
+                self.guardrail.eager_state(msg.text, history)
+                if msg.hook == "on_user_turn"
+                else None
+            )
+            outcome = await self.guardrail.run(msg.hook, msg.text, history)
+            self._publish(msg, outcome, eager)
+            results.append(outcome)
+        if msg.hook == "on_agent_turn" and self.response is not None:
+            if self.reply_mode == "streamed":  # report-only: the reply was already spoken
+                await self._response(
+                    ResponseCheck(call_id=msg.call_id, at=msg.at, text=msg.text, run_id=msg.run_id),
+                    enforce=False,
+                )
+            return ALLOW
+        if not results:
+            return ALLOW
+        o = results[0]
+        return CheckResult(o.action, o.say, o.instructions, o.end_call)
+
+    def _publish(self, msg: GuardrailCheck, outcome: GuardrailOutcome, eager: str | None) -> None:
+        loop = asyncio.get_running_loop()
+        self.bus.publish(
+            GuardrailEvaluated(
+                call_id=self.call_id,
+                at=loop.time(),
+                hook=msg.hook,
+                action=outcome.action,
+                decisions=dict(outcome.values),
+                errors=outcome.errors,
+                latency=round(outcome.latency, 6),
+                turn_id=msg.turn_id,
+                run_id=msg.run_id,
+                index=msg.index,
+                eager=eager,  # type: ignore[arg-type]
+                end_call=outcome.end_call,
+            )
+        )
+
+    async def _response(self, msg: ResponseCheck, *, enforce: bool) -> CheckResult:
+        assert self.response is not None
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        ctx = CallContext(
+            call_id=self.call_id,
+            agent_name=self.agent_name,
+            reply=msg.text,
+            user_text=msg.user_text or self._last_user,
+            history=tuple(self._before("assistant", msg.text)),
+            channel="voice",
+            streamed=not enforce,
+        )
+        verdicts = await self.response.check(ctx)
+        blocked, replacement = ResponseGuardrails.combine(verdicts)
+        blocked = blocked and enforce
+        self.bus.publish(
+            GuardrailEvaluated(
+                call_id=self.call_id,
+                at=loop.time(),
+                hook="on_agent_turn",
+                action="block" if blocked else "allow",
+                decisions={v.name: v.outcome for v in verdicts},
+                errors={v.name: v.error for v in verdicts if v.error},
+                latency=round(loop.time() - started, 6),
+                run_id=msg.run_id,
+                source="response",
+            )
+        )
+        if blocked:
+            return CheckResult("block", say=replacement)
+        return ALLOW
+
+    async def on_stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.guardrail is not None:
+            await self.guardrail.aclose()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from livekit.agents import llm, utils
 from livekit.agents.types import (
     DEFAULT_API_CONNECT_OPTIONS,
@@ -228,6 +229,45 @@ class LlamaLLM(llm.LLM):
             temperature=float(extra.get("temperature", self._opts.temperature)),
         )
 
+    async def label_logprobs(
+        self, messages: list[dict[str, str]], labels: list[str]
+    ) -> dict[str, float]:
+        """Log-probability of each label as the first token of the reply to ``messages``.
+
+        The prompt is formatted by the model's own chat handler (exactly the tokens a
+        ``chat()`` of the same messages would evaluate), decoded once on a worker thread
+        holding the model lock, and the next-token distribution is read from the last
+        position's logits. This needs no ``logits_all`` (which would slow every normal
+        generation) and reuses the KV-cache prefix shared with earlier prompts.
+
+        Each label's value is the maximum over the vocabulary tokens that read as the
+        label after stripping whitespace and lowercasing (``"yes"``, ``" yes"``, ``"Yes"``,
+        ...); a label with no such single token gets :data:`LABEL_LOGPROB_FLOOR`.
+
+        Args:
+            messages: OpenAI-style ``role``/``content`` messages.
+            labels: single-token labels such as ``"yes"``, ``"no"`` or digits.
+
+        Returns:
+            ``{label: log-probability}`` (natural log, over the whole vocabulary).
+
+        Raises:
+            ValueError: no messages, or the prompt does not fit the context window.
+        """
+        if not messages:
+            raise ValueError("label_logprobs needs at least one message")
+        return await asyncio.get_running_loop().run_in_executor(
+            None, self._label_logprobs_blocking, messages, list(labels)
+        )
+
+    def _label_logprobs_blocking(
+        self, messages: list[dict[str, str]], labels: list[str]
+    ) -> dict[str, float]:
+        loaded = load_llama_model(self._opts)
+        with loaded.lock:
+            logprobs = next_token_logprobs(loaded.llama, messages)
+            return match_label_logprobs(loaded.llama, logprobs, labels)
+
 
 _DONE = object()
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*(?=\s|$)")
@@ -342,3 +382,115 @@ class LlamaStream(llm.LLMStream):
         return llm.CompletionUsage(
             completion_tokens=completion, prompt_tokens=prompt, total_tokens=prompt + completion
         )
+
+
+# -- next-token log-probabilities (label_logprobs) -----------------------------------------
+
+#: log-probability given to a label that no vocabulary token spells
+LABEL_LOGPROB_FLOOR = -30.0
+#: most likely next tokens scanned for label spellings beyond the obvious variants
+_LABEL_TOP_K = 64
+
+
+class _PromptCaptured(Exception):
+    def __init__(self, tokens: list[int]) -> None:
+        super().__init__("prompt captured")
+        self.tokens = tokens
+
+
+class _PromptCapture:
+    """Stands in for ``Llama`` in a chat handler: records the prompt tokens it is sent."""
+
+    def __init__(self, llama: Llama) -> None:
+        self._llama = llama
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, *, prompt: str | list[int], **_: Any) -> Any:
+        if isinstance(prompt, str):
+            prompt = self._llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        raise _PromptCaptured(list(prompt))
+
+
+def chat_prompt_tokens(llama: Llama, messages: list[dict[str, str]]) -> list[int]:
+    """The prompt tokens ``create_chat_completion(messages=...)`` would evaluate.
+
+    The model's chat handler formats and tokenizes the messages, then hands the tokens
+    to ``create_completion``, which a stand-in intercepts before anything is decoded.
+    """
+    from llama_cpp import llama_chat_format
+
+    handler = (
+        llama.chat_handler
+        or llama._chat_handlers.get(llama.chat_format or "")
+        or llama_chat_format.get_chat_completion_handler(llama.chat_format or "")
+    )
+    try:
+        handler(llama=_PromptCapture(llama), messages=messages)  # type: ignore[arg-type]
+    except _PromptCaptured as captured:
+        return captured.tokens
+    raise RuntimeError("the chat handler did not produce a completion prompt")
+
+
+def next_token_logprobs(llama: Llama, messages: list[dict[str, str]]) -> np.ndarray:
+    """Natural-log next-token distribution after the chat prompt for ``messages``.
+
+    Blocking; the caller holds the model lock. Decodes only the suffix that differs from
+    what the context already holds (like ``Llama.generate``; at least two tokens, so the
+    values do not depend on the cache), and leaves the context in the state a generation
+    of the same prompt expects, so that one can start at once.
+    """
+    tokens = chat_prompt_tokens(llama, messages)
+    if not tokens:
+        raise ValueError("empty prompt")
+    if len(tokens) >= llama.n_ctx():
+        raise ValueError(f"prompt of {len(tokens)} tokens exceeds the context window")
+    prefix = 0
+    for cached, token in zip(llama._input_ids.tolist(), tokens, strict=False):
+        if cached != token:
+            break
+        prefix += 1
+    # decode at least two tokens: a one-token decode takes llama.cpp's matrix-vector
+    # path, whose logits differ slightly (~0.03 in logprob) from a batched prompt
+    # decode; with two or more the result does not depend on what was cached
+    reuse = max(0, min(prefix, len(tokens) - 2))
+    if reuse > 0 and llama._ctx.kv_cache_seq_rm(-1, reuse, -1):
+        llama.n_tokens = reuse
+    else:
+        llama.reset()
+        reuse = 0
+    llama.eval(tokens[reuse:])
+    # without logits_all the batch keeps logits for its last token only
+    n_vocab = llama.n_vocab()
+    logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(n_vocab,))
+    values = logits.astype(np.float64)
+    top = values.max()
+    return values - (top + np.log(np.exp(values - top).sum()))
+
+
+def match_label_logprobs(llama: Llama, logprobs: np.ndarray, labels: list[str]) -> dict[str, float]:
+    """Each label's log-probability: the max over tokens that spell it.
+
+    Candidates are the single-token spellings of common variants (``"yes"``, ``" yes"``,
+    ``"Yes"``, ``" YES"``, ...) plus any of the top :data:`_LABEL_TOP_K` tokens that read
+    as the label after stripping whitespace and lowercasing.
+    """
+    wanted = {label.strip().lower(): label for label in labels}
+    best: dict[str, float] = dict.fromkeys(labels, LABEL_LOGPROB_FLOOR)
+
+    def consider(label: str, token: int) -> None:
+        best[label] = max(best[label], float(logprobs[token]))
+
+    for label in labels:
+        core = label.strip()
+        for variant in {core, core.lower(), core.capitalize(), core.upper()}:
+            for spelling in (variant, " " + variant):
+                ids = llama.tokenize(spelling.encode("utf-8"), add_bos=False, special=False)
+                if len(ids) == 1:
+                    consider(label, ids[0])
+    for token in np.argsort(-logprobs)[:_LABEL_TOP_K].tolist():
+        text = llama.detokenize([token]).decode("utf-8", errors="ignore").strip().lower()
+        if text in wanted:
+            consider(wanted[text], token)
+    return best

@@ -266,3 +266,75 @@ def build_amd_classifier(
             raise ModelConfigError("amd.classifier: session needs the agent's LLM")
         return LlmAmdModel(session_llm)
     return LlmAmdModel(build_llm(spec, base_url=base_url))
+
+
+DECISION_MODELS = [
+    "rules",
+    "llm",
+    "llm:<llm model>",
+    "openai/<decision model>",
+    "inference/<provider>/<model>",
+]
+_INFERENCE_PREFIX = "inference/"
+
+
+def build_decision_model(
+    spec: str,
+    *,
+    session_llm: llm.LLM | None = None,
+    base_url: str | None = None,
+    pack_dirs: list[str] | tuple[str, ...] = (),
+) -> Any:
+    """Build a guardrail decision model (a livekit ``llm.DecisionModel``).
+
+    Args:
+        spec: ``rules`` (built-in packs, offline), ``llm`` (the agent's own LLM),
+            ``llm:<llm model>`` (e.g. ``llm:local/smollm2-135m``), ``openai/<model>``
+            (OpenAI's decisions API, needs ``OPENAI_API_KEY``) or
+            ``inference/<provider>/<model>`` (LiveKit Inference, needs LiveKit credentials).
+        session_llm: the agent's LLM, for ``llm``.
+        base_url: an OpenAI-compatible server for ``llm:openai/<model>``.
+        pack_dirs: extra rules-pack folders for ``rules``.
+
+    Raises:
+        UnknownModelError: ``spec`` is not a known decision model.
+        ModelConfigError: missing credentials.
+    """
+    if spec == "rules":
+        from guardrails.rules import RulesDecisionModel
+
+        return RulesDecisionModel(pack_dirs=tuple(pack_dirs))
+    if spec == "llm" or spec.startswith("llm:"):
+        from guardrails.llm_model import LlmDecisionModel
+
+        if spec == "llm":
+            if session_llm is None:
+                raise ModelConfigError("guardrails.model: llm needs the agent's LLM")
+            return LlmDecisionModel(session_llm)
+        return LlmDecisionModel(build_llm(spec.removeprefix("llm:"), base_url=base_url))
+    if spec.startswith(_INFERENCE_PREFIX):
+        model = spec.removeprefix(_INFERENCE_PREFIX)
+        if "/" not in model:
+            raise UnknownModelError(f"{spec!r}: expected inference/<provider>/<model>")
+        if not (
+            os.environ.get("LIVEKIT_INFERENCE_API_KEY") or os.environ.get("LIVEKIT_API_KEY")
+        ) or not (
+            os.environ.get("LIVEKIT_INFERENCE_API_SECRET") or os.environ.get("LIVEKIT_API_SECRET")
+        ):
+            raise ModelConfigError(
+                f"{spec} needs LIVEKIT_INFERENCE_API_KEY and LIVEKIT_INFERENCE_API_SECRET "
+                "(or LIVEKIT_API_KEY and LIVEKIT_API_SECRET)"
+            )
+        from livekit.agents import inference
+
+        return inference.DecisionModel(model)
+    if spec.startswith(OPENAI_PREFIX):
+        model = spec.removeprefix(OPENAI_PREFIX).strip()
+        if not model:
+            raise UnknownModelError(f"{spec!r}: expected openai/<decision model>")
+        if not os.environ.get(OPENAI_KEY_ENV):
+            raise ModelConfigError(f"{spec} needs the {OPENAI_KEY_ENV} environment variable")
+        from livekit.plugins import openai
+
+        return openai.DecisionModel(model=model)
+    raise UnknownModelError(f"unknown decision model {spec!r}; known: {', '.join(DECISION_MODELS)}")

@@ -10,6 +10,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from guardrails.response import ResponseGuardrailError
+from guardrails.rules import PackError
+
 from ..config import AgentConfig, ConfigError
 from ..models.registry import ModelConfigError, UnknownModelError
 from ..runtime import clock
@@ -46,13 +49,37 @@ def run_replay(
             errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
             return 2
     try:
-        replayer.models()
+        models = replayer.models()
     except (UnknownModelError, ModelConfigError) as exc:
         key = _model_key(str(exc), config)
         errors.print(
             f"[red]error:[/red] {escape(f'{config_source}: {key}: {exc}')}", highlight=False
         )
         return 2
+    # the guardrail's models and response guardrails start now: bad ones exit 2 here
+    for source, cfg in [(config_source, config)] + [
+        (str(c.source_path or c.name), config.with_overrides(c.agent, source=c.name))
+        for c in calls
+        if c.agent.get("guardrails")
+    ]:
+        if models.guardrails is None:
+            break
+        try:
+            models.guardrails.decision_model(cfg.guardrails)
+            models.guardrails.response(cfg.guardrails)
+        except (UnknownModelError, ModelConfigError, PackError) as exc:
+            key = (
+                "guardrails.fallback"
+                if cfg.guardrails.fallback and (cfg.guardrails.fallback in str(exc))
+                else "guardrails.model"
+            )
+            if isinstance(exc, PackError):
+                key = "guardrails.packs"
+            errors.print(f"[red]error:[/red] {escape(f'{source}: {key}: {exc}')}", highlight=False)
+            return 2
+        except ResponseGuardrailError as exc:
+            errors.print(f"[red]error:[/red] {escape(f'{source}: {exc}')}", highlight=False)
+            return 2
     results: list[ReplayedCall] = []
     jsonl = jsonl_path.open("w", encoding="utf-8") if jsonl_path else None
 

@@ -163,7 +163,6 @@ class CallObserver:
                     latency=g.latency,
                 )
                 for g in self._guardrail
-                if g.action != "error"
             ],
         )
 

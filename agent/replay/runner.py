@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..call import ModelSet, new_call_id, run_call
 from ..config import AgentConfig
+from ..guarding import GuardrailFactory
 from ..messages import AgentSpeechStarted, AgentTurnCompleted, AmdPrediction, VoicemailLeft
 from ..models.registry import build_amd_classifier, build_llm, build_stt, build_tts, build_vad
 from ..runtime import Bus
@@ -67,6 +68,8 @@ class ReplayedCall:
     voicemail_message: tuple[float, float] | None = None
     #: seconds from AMD's first "person" verdict to the agent's next first audio
     talk_after_human: float | None = None
+    #: every message the call published on its bus, in order (for benchmarks)
+    messages: list[object] = field(default_factory=list)
 
 
 class Replayer:
@@ -98,6 +101,7 @@ class Replayer:
         classifier = build_amd_classifier(
             self.config.amd.classifier, session_llm=main_llm, base_url=m.llm_base_url
         )
+        guardrails = GuardrailFactory(session_llm=main_llm, base_url=m.llm_base_url)
         if self.options.text_only:
             return ModelSet(
                 stt=TranscriptFeedSTT(),
@@ -106,6 +110,7 @@ class Replayer:
                 vad=None,
                 turn_detection="stt",
                 amd_classifier=classifier,
+                guardrails=guardrails,
             )
         return ModelSet(
             stt=build_stt(m.stt),
@@ -115,6 +120,7 @@ class Replayer:
             turn_detection="vad",
             speech_end_offset=self.config.turn.vad_min_silence,
             amd_classifier=classifier,
+            guardrails=guardrails,
         )
 
     def _default_synth(self) -> SpeechSynth:
@@ -149,6 +155,7 @@ class Replayer:
                 None,
                 "stt",
                 amd_classifier=models.amd_classifier,
+                guardrails=models.guardrails,
             )
         synth = self._synth
         if synth is None and not self.options.text_only:
@@ -194,6 +201,7 @@ class Replayer:
             _relative_played(sim),
             _voicemail_message(observer.messages, sim.answered_at),
             _talk_after_human(observer.messages),
+            list(observer.messages),
         )
 
     async def replay_all(

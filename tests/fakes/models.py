@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from livekit.agents import llm, utils
@@ -14,7 +14,7 @@ from livekit.agents.types import (
     NotGivenOr,
 )
 
-__all__ = ["ScriptedLLM", "default_reply"]
+__all__ = ["ScriptedLLM", "ScriptedDecisionModel", "default_reply"]
 
 
 def default_reply(chat_ctx: llm.ChatContext) -> str:
@@ -103,3 +103,77 @@ class _ScriptedStream(llm.LLMStream):
                     id=request_id, delta=llm.ChoiceDelta(role="assistant", tool_calls=[call])
                 )
             )
+
+
+class ScriptedDecisionModel(llm.DecisionModel):
+    """An ``llm.DecisionModel`` whose answers come from a function of the input text.
+
+    Args:
+        answer: ``answer(input, name)`` -> a probability (float), a choice (str), or
+            None for "no result" (the decision goes to ``errors``).
+        delay: loop seconds each evaluation takes (virtual time in tests).
+        fail: raise this from every evaluation.
+        hang: never answer (until cancelled).
+    """
+
+    def __init__(
+        self,
+        answer: Callable[[str, str], float | str | None] | None = None,
+        *,
+        delay: float = 0.0,
+        fail: Exception | None = None,
+        hang: bool = False,
+    ) -> None:
+        super().__init__(
+            capabilities=llm.DecisionCapabilities(decision_kinds=["probability", "choice", "score"])
+        )
+        self._answer = answer or (lambda text, name: 0.0)
+        self.delay = delay
+        self.fail = fail
+        self.hang = hang
+        #: every input evaluated, in order (started, not necessarily finished)
+        self.inputs: list[str] = []
+        self.cancelled = 0
+
+    @property
+    def model(self) -> str:
+        return "scripted-decisions"
+
+    @property
+    def provider(self) -> str:
+        return "tests"
+
+    async def _evaluate_impl(
+        self,
+        *,
+        input: str,
+        decisions: Mapping[str, llm.Decision],
+        conn_options: APIConnectOptions,
+    ) -> llm.DecisionResponse:
+        self.inputs.append(input)
+        try:
+            if self.hang:
+                await asyncio.Event().wait()
+            if self.delay:
+                await asyncio.sleep(self.delay)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        if self.fail is not None:
+            raise self.fail
+        results: dict[str, Any] = {}
+        errors: dict[str, str] = {}
+        for name, decision in decisions.items():
+            value = self._answer(input, name)
+            if value is None:
+                errors[name] = "no answer"
+            elif isinstance(decision, llm.Choice):
+                results[name] = llm.ChoiceResult(value=str(value))
+            elif isinstance(decision, llm.Score):
+                probs = {i: (1.0 if i == int(value) else 0.0) for i in range(len(decision.levels))}
+                results[name] = llm.ScoreResult(
+                    value=float(value), probabilities=probs, levels=list(decision.levels)
+                )
+            else:
+                results[name] = llm.ProbabilityResult(value=float(value))
+        return llm.DecisionResponse(results=results, errors=errors)

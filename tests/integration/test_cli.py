@@ -156,6 +156,26 @@ def test_bad_speed_exits_2_naming_the_option(speed: str) -> None:
         ("amd:\n  uncertain_action: shout\n", "amd.uncertain_action"),
         ("amd:\n  beep_low_hz: 3000\n  beep_high_hz: 2000\n", "amd.beep_high_hz"),
         ("amd:\n  no_speech_timeout: 30\n  hard_timeout: 20\n", "amd.hard_timeout"),
+        (
+            "guardrails:\n  checks:\n    - hook: on_sentence\n      decisions: [abusive]\n",
+            "guardrails.checks.0.hook",
+        ),
+        (
+            "guardrails:\n  checks:\n    - hook: on_user_turn\n      decisions: [abusive]\n"
+            "      rules:\n        - {when: rude >= 0.5, action: block}\n",
+            "guardrails.checks.0",
+        ),
+        (
+            "guardrails:\n  checks:\n    - hook: on_user_turn\n      decisions: [abusive]\n"
+            "      rules:\n        - {when: abusive about 0.5, action: block}\n",
+            "guardrails.checks.0.rules.0.when",
+        ),
+        (
+            "guardrails:\n  response:\n    - {name: short, type: max_length, "
+            "config: {max_chars: 100}}\n",
+            "guardrails",
+        ),
+        ("guardrails:\n  setup: nosuch.module:setup\n", "guardrails.setup"),
     ],
     ids=[
         "unknown-top-key",
@@ -165,6 +185,11 @@ def test_bad_speed_exits_2_naming_the_option(speed: str) -> None:
         "amd-bad-choice",
         "amd-beep-band",
         "amd-timeouts",
+        "guardrail-hook",
+        "guardrail-rule-decision",
+        "guardrail-rule-syntax",
+        "guardrail-enforcing-streamed",
+        "guardrail-setup",
     ],
 )
 def test_bad_config_key_exits_2_naming_file_and_key(tmp_path: Path, text: str, key: str) -> None:
@@ -197,6 +222,95 @@ def test_unknown_model_in_config_exits_2_naming_file_and_key(tmp_path: Path) -> 
     assert proc.returncode == 2, proc.stderr
     message = one_line(proc.stderr)
     assert str(config) in message and "models.llm" in message
+
+
+def test_unknown_decision_model_exits_2_naming_the_key(tmp_path: Path) -> None:
+    config = write(tmp_path / "agent.yaml", "guardrails:\n  model: nosuch\n  checks: []\n")
+    proc = run_cli("replay", CALLS / "outbound-busy.call.yaml", "--text-only", "--config", config)
+    assert proc.returncode == 2, proc.stderr
+    message = one_line(proc.stderr)
+    assert str(config) in message and "guardrails.model" in message and "nosuch" in message
+
+
+def test_bad_response_guardrail_type_exits_2_naming_the_entry(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "agent.yaml",
+        "guardrails:\n  response:\n    - {name: x, type: 'no.such:Thing', report_only: true}\n",
+    )
+    proc = run_cli("replay", CALLS / "outbound-busy.call.yaml", "--text-only", "--config", config)
+    assert proc.returncode == 2, proc.stderr
+    message = one_line(proc.stderr)
+    assert "guardrails.response[0].type" in message and "no.such" in message
+
+
+# -- decide ------------------------------------------------------------------
+
+
+def run_decide(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agent", "decide", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_decide_prints_one_json_object_per_line() -> None:
+    proc = run_decide(
+        "--model",
+        "rules",
+        "--decision",
+        "abusive",
+        "-d",
+        "human_handoff",
+        stdin="you useless idiot\n\ncan I talk to a real person please\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["text"] for r in rows] == ["you useless idiot", "can I talk to a real person please"]
+    assert list(rows[0]) == ["text", "results", "errors", "latency"]
+    assert rows[0]["results"]["abusive"] >= 0.7 > rows[0]["results"]["human_handoff"]
+    assert rows[1]["results"]["human_handoff"] >= 0.7 > rows[1]["results"]["abusive"]
+    assert all(r["errors"] == {} and r["latency"] >= 0 for r in rows)
+
+
+def test_decide_reads_extra_packs(tmp_path: Path) -> None:
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    write(
+        packs / "competitor.yaml",
+        "name: competitor\ndescription: mentions a competitor\n"
+        "patterns:\n  - {id: rival, regex: '\\bglobex\\b', weight: 0.9}\n",
+    )
+    proc = run_decide(
+        "--model", "rules", "--packs", str(packs), "-d", "competitor", stdin="Globex is cheaper\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["results"]["competitor"] >= 0.9
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--model", "rules", "-d", "nosuch"], "'nosuch'"),
+        (["--model", "llm:local/smollm2-135m", "-d", "rude"], "NAME=PROMPT"),
+        (["--model", "bogus", "-d", "abusive"], "--model"),
+        (["--model", "openai/gpt-6-luna-decisions", "-d", "abusive"], "OPENAI_API_KEY"),
+    ],
+    ids=["unknown-pack", "needs-prompt", "unknown-model", "no-credentials"],
+)
+def test_decide_bad_arguments_exit_2(args: list[str], needle: str) -> None:
+    env_key = os.environ.pop("OPENAI_API_KEY", None)
+    try:
+        proc = run_decide(*args, stdin="hello\n")
+    finally:
+        if env_key is not None:
+            os.environ["OPENAI_API_KEY"] = env_key
+    assert proc.returncode == 2, proc.stderr
+    assert needle in one_line(proc.stderr) and proc.stdout == ""
 
 
 # -- models ------------------------------------------------------------------

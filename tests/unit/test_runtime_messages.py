@@ -81,10 +81,16 @@ SAMPLES: dict[str, dict[str, typing.Any]] = {
         "hook": "on_user_turn",
         "action": "steer",
         "decisions": {"toxicity": 0.25, "topic": "billing", "blocked": False},
+        "errors": {"abuse": "timeout"},
         "latency": 0.125,
         "turn_id": "turn_1",
         "run_id": "run_1",
+        "index": None,
+        "eager": "ready",
+        "end_call": False,
+        "source": "decision",
     },
+    "response_check": {"text": "Your card ends in 42.", "run_id": "speech_1", "user_text": "hi"},
 }
 
 

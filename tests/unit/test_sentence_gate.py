@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import pytest
 from livekit.agents import llm
 from livekit.agents.types import FlushSentinel
 
@@ -114,4 +115,58 @@ async def test_only_the_first_piece_of_a_reply_is_a_clause() -> None:
         "It's still coming on Friday, ",
         "but I'm not sure when. ",
         "Later, we can check, maybe.",
+    ]
+
+
+def test_sentences_are_checked_concurrently_and_released_in_order() -> None:
+    import asyncio
+
+    from agent.runtime import clock
+
+    # the first sentence's check is the slowest: later ones finish first but wait their turn
+    delays = {0: 0.3, 1: 0.1, 2: 0.2}
+    finished: list[int] = []
+
+    async def check(run_id: str, index: int, sentence: str) -> bool:
+        await asyncio.sleep(delays[index])
+        finished.append(index)
+        return True
+
+    async def main() -> tuple[list[object], float]:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        gate = SentenceGate(run_id="speech_4", check=check)
+        text = ["One sentence here. ", "Another one here. ", "And the last one."]
+        out = _no_flush([x async for x in gate.process(_stream(text))])
+        return out, loop.time() - t0
+
+    out, took = clock.run(main())
+    assert out == ["One sentence here. ", "Another one here. ", "And the last one."]
+    assert finished == [1, 2, 0]
+    assert took == pytest.approx(0.3, abs=0.01)  # concurrent: the slowest check, not the sum
+
+
+def test_buffered_reply_is_checked_whole_and_replaced_when_denied() -> None:
+    from agent.runtime import clock
+
+    asked: list[str] = []
+
+    async def allow(run_id: str, index: int, sentence: str) -> bool:
+        return True
+
+    async def deny_cards(run_id: str, text: str) -> tuple[bool, str | None]:
+        asked.append(text)
+        return ("4111" not in text, "I can't read that out.")
+
+    async def main(pieces: list[object]) -> list[object]:
+        gate = SentenceGate(run_id="speech_5", check=allow, reply_check=deny_cards)
+        return _no_flush([x async for x in gate.process(_stream(pieces))])
+
+    ok = clock.run(main(["Your appointment is at ten. ", "See you then."]))
+    assert ok == ["Your appointment is at ten. See you then."]
+    denied = clock.run(main(["Sure. Your card is 4111 1111 1111 1111. ", "Bye."]))
+    assert denied == ["I can't read that out."]
+    assert asked == [
+        "Your appointment is at ten. See you then.",
+        "Sure. Your card is 4111 1111 1111 1111. Bye.",
     ]
