@@ -145,12 +145,13 @@ def nino(text: str) -> bool:
     """Whether ``text`` is a UK National Insurance number ("AB 12 34 56 C").
 
     Args:
-        text: Two letters, six digits and a suffix letter A-D, spaces allowed.
+        text: Two letters, six digits and a suffix letter A-D; spaces, dots and dashes
+            between them are allowed ("PR-47-10-93-B").
 
     Returns:
         True when the prefix letters are ones HMRC allocates.
     """
-    compact = re.sub(r"\s+", "", text).upper()
+    compact = re.sub(r"[\s.-]+", "", text).upper()
     found = _NINO.fullmatch(compact)
     if found is None:
         return False

@@ -305,3 +305,22 @@ def test_a_hanging_decision_model_never_hangs_the_call(tmp_path: Any) -> None:
     ]
     assert all(g.latency == 0.3 for g in res.guardrail)
     assert res.disposition == "completed"
+
+
+def test_an_llm_judges_turns_through_the_strict_answer_schema(tmp_path: Any) -> None:
+    def judge(ctx: llm.ChatContext) -> str:
+        asked = "\n".join(m.text_content or "" for m in ctx.messages())
+        data = asked.rsplit("<<<DATA", 1)[-1].split("DATA>>>", 1)[0]
+        return "yes" if "idiot" in data.lower() else "no"
+
+    model = ScriptedLLM(["Hello, how can I help?", "Sure."])
+    (r,) = _replay(
+        INBOUND.format(lines=_lines("Hi.", "You idiot.")),
+        tmp_path,
+        model,
+        guardrails={"model": "llm", "checks": CHECKS[:1]},
+        factory=GuardrailFactory(session_llm=ScriptedLLM(judge)),
+    )
+    user = [g for g in r.result.guardrail if g.hook == "on_user_turn"]
+    assert [(g.action, g.decisions["abusive"]) for g in user] == [("allow", 0.1), ("block", 0.9)]
+    assert _agent(r)[-1] == "Please keep it respectful."

@@ -179,3 +179,82 @@ def test_long_history_is_trimmed_from_the_oldest_turn() -> None:
     assert (
         fit_messages(messages[:1] + messages[-1:], budget_tokens=1) == messages[:1] + messages[-1:]
     )
+
+
+# -- decision models -----------------------------------------------------------
+
+
+def test_decision_model_strings_build_the_matching_backend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from livekit.agents import inference
+
+    from agent.models.registry import build_decision_model
+    from guardrails.llm_model import LlmDecisionModel
+    from guardrails.rules import RulesDecisionModel
+    from tests.fakes.models import ScriptedLLM
+
+    assert isinstance(build_decision_model("rules"), RulesDecisionModel)
+    session = ScriptedLLM()
+    own = build_decision_model("llm", session_llm=session)
+    assert isinstance(own, LlmDecisionModel) and own.model == "scripted"
+    local = build_decision_model("llm:local/smollm2-135m")
+    assert isinstance(local, LlmDecisionModel) and isinstance(local.wrapped_llm, LlamaLLM)
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    remote = build_decision_model("openai/gpt-6-luna-decisions")
+    assert isinstance(remote, openai.DecisionModel) and remote.model == "gpt-6-luna-decisions"
+
+    monkeypatch.setenv("LIVEKIT_API_KEY", "key")
+    monkeypatch.setenv("LIVEKIT_API_SECRET", "secret")
+    gateway = build_decision_model("inference/typesafe/jev")
+    assert isinstance(gateway, inference.DecisionModel) and gateway.model == "typesafe/jev"
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("openai/gpt-6-luna-decisions", "OPENAI_API_KEY"),
+        ("inference/openai/gpt-6-luna-decisions", "LIVEKIT_INFERENCE_API_KEY"),
+        ("llm", "agent's LLM"),
+    ],
+)
+def test_decision_models_without_credentials_name_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, spec: str, needle: str
+) -> None:
+    from agent.models.registry import build_decision_model
+
+    for var in (
+        "OPENAI_API_KEY",
+        "LIVEKIT_API_KEY",
+        "LIVEKIT_API_SECRET",
+        "LIVEKIT_INFERENCE_API_KEY",
+        "LIVEKIT_INFERENCE_API_SECRET",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(ModelConfigError, match=needle):
+        build_decision_model(spec)
+
+
+@pytest.mark.parametrize("spec", ["nosuch", "inference/jev", "openai/"])
+def test_unknown_decision_models_list_the_known_forms(spec: str) -> None:
+    from agent.models.registry import build_decision_model
+
+    with pytest.raises(UnknownModelError, match="decision model|inference/<provider>/<model>"):
+        build_decision_model(spec)
+
+
+def test_the_factory_builds_each_model_once_and_guards_with_a_fallback() -> None:
+    from agent.guarding import GuardrailFactory
+    from guardrails.config import GuardrailsConfig
+    from guardrails.guarded import GuardedDecisionModel
+    from tests.fakes.models import ScriptedLLM
+
+    factory = GuardrailFactory(session_llm=ScriptedLLM())
+    plain = GuardrailsConfig(model="rules")
+    assert factory.decision_model(plain) is factory.decision_model(plain)
+    with_fallback = GuardrailsConfig(model="llm", fallback="rules", fallback_timeout=0.5)
+    guarded = factory.decision_model(with_fallback)
+    assert isinstance(guarded, GuardedDecisionModel)
+    assert guarded.fallback is factory.decision_model(plain)  # shared, not rebuilt
+    assert guarded.timeout == 0.5
