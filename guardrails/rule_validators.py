@@ -32,6 +32,7 @@ __all__ = [
     "card",
     "iban",
     "luhn",
+    "national_id",
     "nino",
     "secret",
     "sin",
@@ -249,10 +250,31 @@ def secret(text: str) -> bool:
     return not (bare.isalpha() and bare.endswith("ed") and len(bare) > 4)
 
 
+def national_id(text: str) -> bool:
+    """Whether ``text`` looks like an identity number read out after its name.
+
+    Used after "your passport number is ...", "your Aadhaar number is ...": the value
+    must hold at least six digits, or five with letters ("8321459KA", a UK driving
+    licence "SMITH712094JB9AA"), and be at most 24 characters without separators.
+
+    Args:
+        text: The matched groups of letters and digits.
+
+    Returns:
+        True for a plausible identity number.
+    """
+    compact = re.sub(r"[\s-]+", "", text)
+    digits = sum(c.isdigit() for c in compact)
+    if len(compact) > 24 or not compact.isalnum():
+        return False
+    return digits >= 6 or (digits >= 5 and digits < len(compact))
+
+
 VALIDATORS: dict[str, Callable[[str], bool]] = {
     "card": card,
     "iban": iban,
     "luhn": luhn,
+    "national_id": national_id,
     "nino": nino,
     "secret": secret,
     "sin": sin,

@@ -33,6 +33,8 @@ Pack file format (one pack per ``*.yaml``/``*.yml`` file)::
         regex: "(?:don't|no) need"  # or words: [...]
         suppresses: [ask_person]    # optional; default every pattern and list
         scope: match           # match (default): only overlapping matches; text: all
+                               # (a lookahead such as '^(?!.*\\byou\\b)' with scope
+                               # text suppresses when a word is absent)
 
 Normalisation. ``words`` lowercases the text, drops apostrophes ("don't" is
 ``dont``), turns every other character that is not a letter or digit into a space,
@@ -52,7 +54,8 @@ bounded as whole words; a trailing ``*`` allows any word ending, ``idiot*``).
 
 Validators. With ``validate``, the pattern's ``(?P<value>...)`` group (in any of
 its alternatives), or else the whole match, must pass: ``card`` (13-19 digits,
-Luhn), ``luhn``, ``ssn``, ``sin``, ``nino``, ``iban`` or ``secret`` (see
+Luhn), ``luhn``, ``ssn``, ``sin``, ``nino``, ``iban``, ``national_id`` (an identity
+number: six or more digits, or five with letters) or ``secret`` (see
 :mod:`guardrails.rule_validators`).
 
 Scoring. Each pattern or list counts once, with its first match (at any start
@@ -183,19 +186,12 @@ class RulePack:
         norm = _NORMALIZERS[self.normalize](text)
         matched: list[str] = []
         remaining = 1.0
-        spans: list[tuple[Suppressor, list[tuple[int, int]]]] | None = None
+        spans: dict[int, list[tuple[int, int]]] = {}  # suppressor matches, found on demand
         for rule in self.rules:
             found = rule.regex.search(norm)
             while found is not None:
                 if rule.validator is None or rule.validator(_value(found)):
-                    if not self.suppressors:
-                        break
-                    if spans is None:
-                        spans = [
-                            (s, [m.span() for m in s.regex.finditer(norm)])
-                            for s in self.suppressors
-                        ]
-                    if not _suppressed(rule.id, found.span(), spans):
+                    if not _suppressed(rule.id, found.span(), self.suppressors, norm, spans):
                         break
                 # a rejected match: look for one starting at the next position
                 found = rule.regex.search(norm, found.start() + 1)
@@ -215,12 +211,26 @@ def _value(found: re.Match[str]) -> str:
 
 
 def _suppressed(
-    rule_id: str, span: tuple[int, int], spans: list[tuple[Suppressor, list[tuple[int, int]]]]
+    rule_id: str,
+    span: tuple[int, int],
+    suppressors: tuple[Suppressor, ...],
+    norm: str,
+    spans: dict[int, list[tuple[int, int]]],
 ) -> bool:
+    """Whether an exception aimed at ``rule_id`` covers ``span`` (or the whole text).
+
+    Each exception's matches are found once per text, and only when a match of a rule
+    it targets needs them (``spans`` caches them by index).
+    """
     start, end = span
-    for suppressor, found in spans:
+    for index, suppressor in enumerate(suppressors):
         targets = suppressor.suppresses
-        if not found or (targets is not None and rule_id not in targets):
+        if targets is not None and rule_id not in targets:
+            continue
+        found = spans.get(index)
+        if found is None:
+            found = spans[index] = [m.span() for m in suppressor.regex.finditer(norm)]
+        if not found:
             continue
         if suppressor.whole_text:
             return True

@@ -52,7 +52,7 @@ def test_a_prompt_injection_is_steered_not_blocked(replayed: dict[str, ReplayedC
     r = replayed["prompt-injection-steered"]
     user = [g for g in r.result.guardrail if g.hook == "on_user_turn"]
     assert [g.action for g in user] == ["steer", "allow"]
-    assert user[0].decisions["prompt_injection"] >= 0.7
+    assert user[0].decisions["prompt_injection"] >= 0.5
     assert len(_agent(r)) >= 3  # the steered turn got a reply
 
 
