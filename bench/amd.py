@@ -28,22 +28,16 @@ Usage::
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# run as a script, this file's folder comes first on sys.path, and this file
-# (bench/amd.py) would shadow the `amd` package: put the project root first instead
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.insert(0, str(_HERE.parent))
-
 import argparse
 import os
 import shlex
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
+import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
 import numpy as np
 
 from agent.config import AgentConfig, ConfigError, load_config

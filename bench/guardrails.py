@@ -27,25 +27,19 @@ Usage::
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# run as a script, this file's folder comes first on sys.path, and this file
-# (bench/guardrails.py) would shadow the `guardrails` package: put the project root first
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.insert(0, str(_HERE.parent))
-
 import argparse
 import asyncio
 import json
 import os
 import shlex
+import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
 import numpy as np
 from livekit.agents import llm
 
@@ -62,7 +56,7 @@ from guardrails.actor import GuardrailActor
 from guardrails.config import install_checks
 from guardrails.decision import DecisionGuardrail
 
-ROOT = _HERE.parent
+ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CALLS = [ROOT / "tests" / "calls", ROOT / "tests" / "calls" / "guardrails"]
 DEFAULT_LABELS = ROOT / "bench" / "data" / "guardrail_labels.jsonl"
 

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
 import numpy as np
 
 from agent.config import AgentConfig, ConfigError, load_config

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
+
 from agent.config import AgentConfig, ConfigError, load_config
 from agent.logs import setup_logging
 from agent.models.registry import ModelConfigError, UnknownModelError, prewarm
