@@ -25,9 +25,9 @@ from guardrails.config import GuardrailsConfig
 from guardrails.guarded import guarded
 from guardrails.response import ResponseGuardrails
 
+from .call_agent import ALLOW, SessionHooks, TurnVerdict
 from .messages import GuardrailCheck, ResponseCheck
 from .runtime import ActorStopped
-from .session import ALLOW, SessionHooks, TurnVerdict
 
 logger = logging.getLogger("agent.guardrails")
 

@@ -6,22 +6,19 @@ through the transport's ``io.AudioInput`` and leaves through its
 AgentSession events become typed messages on the call bus; controller commands
 arrive in the mailbox.
 
-Guardrail seams (filled by the guardrail work): :class:`SessionHooks` is called
-on each completed user turn (inside ``Agent.on_user_turn_completed``), on each
-agent sentence between the LLM text stream and TTS (``Agent.llm_node`` is
-wrapped by :class:`SentenceGate`), and on each agent turn (the speech handle's
-completion).
+The agent and its guardrail seams live in :mod:`agent.call_agent`; the actor
+runs the agent-turn hook when a speech handle completes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from livekit.agents import Agent, AgentSession, function_tool, llm, stt, tts, vad
+from livekit.agents import AgentSession, llm, stt, tts, vad
 from livekit.agents.voice import (
     AgentStateChangedEvent,
     CloseEvent,
@@ -33,10 +30,10 @@ from livekit.agents.voice import (
 )
 from livekit.agents.voice.speech_handle import SpeechHandle
 
+from .call_agent import CallAgent, ReplyGate, SessionHooks, TurnVerdict
 from .messages import (
     URGENT_KINDS,
     ActorCrashed,
-    AgentSentence,
     AgentSpeechStarted,
     AgentTurnCompleted,
     DtmfReceived,
@@ -55,7 +52,6 @@ from .messages import (
     UserTurnCompleted,
 )
 from .runtime import Actor, Bus
-from .sentences import SentenceGate
 
 logger = logging.getLogger("agent.session")
 
@@ -68,40 +64,6 @@ __all__ = [
     "SessionOptions",
     "ReplyGate",
 ]
-
-
-@dataclass(frozen=True)
-class TurnVerdict:
-    """What a guardrail hook decided: allow, block (optionally saying something) or steer."""
-
-    action: str = "allow"  # allow | block | steer
-    say: str | None = None
-    instructions: str | None = None
-    #: hang up (gracefully, after ``say``) once the block is handled
-    end_call: bool = False
-
-
-ALLOW = TurnVerdict()
-
-
-class SessionHooks:
-    """The guardrail seams. The default allows everything; the guardrail overrides these."""
-
-    async def on_user_turn(self, turn_id: str, text: str) -> TurnVerdict:
-        return ALLOW
-
-    async def on_agent_sentence(self, run_id: str, index: int, text: str) -> TurnVerdict:
-        return ALLOW
-
-    async def on_agent_turn(self, run_id: str, text: str, interrupted: bool) -> None:
-        return None
-
-    #: Whether whole replies are checked (by :meth:`on_reply`) before any of them is spoken.
-    buffered_replies: bool = False
-
-    async def on_reply(self, run_id: str, text: str) -> TurnVerdict:
-        """A whole reply, in buffered mode: allow, or block with replacement text in ``say``."""
-        return ALLOW
 
 
 class CallTransport(Protocol):
@@ -123,25 +85,6 @@ class CallTransport(Protocol):
     async def hang_up(self) -> None: ...
 
 
-class ReplyGate:
-    """Whether the session may answer a completed callee turn by itself.
-
-    The call controller owns it: while AMD has not found a person (or while the
-    controller's own opening reply is in flight) callee turns go into the
-    history without an automatic reply, and the controller decides what is said.
-    """
-
-    def __init__(self, open: bool = True) -> None:
-        self.open = open
-        self.opening_in_flight = False
-        #: the controller's opening reply: its run id and instructions
-        self.opening_run: str | None = None
-        self.opening_instructions: str | None = None
-
-    def allows(self) -> bool:
-        return self.open and not self.opening_in_flight
-
-
 @dataclass
 class SessionOptions:
     """How the AgentSession is tuned for phone calls."""
@@ -151,213 +94,6 @@ class SessionOptions:
     max_endpointing_delay: float = 3.0
     min_interruption_duration: float = 0.5
     tools: list[Any] = field(default_factory=list)
-
-
-class CallAgent(Agent):
-    """The Agent subclass that carries the guardrail seams."""
-
-    def __init__(
-        self,
-        *,
-        instructions: str,
-        hooks: SessionHooks,
-        publish: Callable[[Any], None],
-        call_id: str,
-        tools: list[Any] | None = None,
-        gate: ReplyGate | None = None,
-        send_dtmf: Callable[[str], Awaitable[None]] | None = None,
-        opening_lost: Callable[[], bool] | None = None,
-        committed: Callable[[str], bool] | None = None,
-    ) -> None:
-        super().__init__(instructions=instructions, tools=tools or [])
-        self._opening_lost = opening_lost or (lambda: False)
-        self._committed = committed or (lambda text: False)
-        self._base_tools = list(tools or [])
-        # the call-control tools, found on the class while the agent is not running;
-        # send_dtmf is offered only in IVR replies
-        self._control_tools = {
-            name: t for t in self._tools if (name := _tool_name(t)) in ("end_call", "send_dtmf")
-        }
-        self._tools = [t for t in self._tools if _tool_name(t) != "send_dtmf"]
-        self._gate = gate or ReplyGate()
-        self._send_dtmf = send_dtmf
-        self._hooks = hooks
-        self._publish = publish
-        self._call_id = call_id
-        self._turns = 0
-        #: run id -> what to say after that reply, because a sentence of it was blocked
-        self.blocked_say: dict[str, str] = {}
-        self.latest_created_run: str | None = None
-
-    @function_tool
-    async def end_call(self) -> str:
-        """End the phone call. Call this after you have said goodbye."""
-        loop = asyncio.get_running_loop()
-        self._publish(
-            HangUp(
-                call_id=self._call_id, at=loop.time(), reason="agent ended the call", graceful=True
-            )
-        )
-        return "The line will close once your goodbye has been spoken."
-
-    @function_tool
-    async def send_dtmf(self, digits: str) -> str:
-        """Press keys on the phone keypad to answer an automated menu.
-
-        Args:
-            digits: The keys to press, for example "2" or "1#" (0-9, * and #).
-        """
-        keys = "".join(ch for ch in digits if ch in "0123456789*#")
-        if not keys:
-            return "No valid keys: use digits 0-9, * or #."
-        if self._send_dtmf is None:
-            return "The keypad is not available on this call."
-        await self._send_dtmf(keys)
-        return f"Pressed {keys}."
-
-    def call_tools(self, *, end_call: bool, send_dtmf: bool) -> list[Any]:
-        """The tool list with the call-control tools switched on or off."""
-        wanted = {"end_call"} if end_call else set()
-        if send_dtmf:
-            wanted.add("send_dtmf")
-        own = [t for name, t in self._control_tools.items() if name in wanted]
-        return [*self._base_tools, *own]
-
-    async def on_user_turn_completed(
-        self, turn_ctx: llm.ChatContext, new_message: llm.ChatMessage
-    ) -> None:
-        from livekit.agents.llm import StopResponse
-
-        text = new_message.text_content or ""
-        recorded = self._committed(text)  # already recorded while a reply was protected
-        if not recorded:
-            self._turns += 1
-            loop = asyncio.get_running_loop()
-            self._publish(
-                UserTurnCompleted(
-                    call_id=self._call_id, at=loop.time(), turn_id=f"turn_{self._turns}", text=text
-                )
-            )
-        turn_id = f"turn_{self._turns}"
-        gate = self._gate
-        if gate.open and gate.opening_in_flight and self._opening_lost():
-            # this turn's commit cut the controller's opening before a word of it
-            # was heard (the person's "Hello?" was still being transcribed when AMD
-            # decided): this reply is the opening
-            gate.opening_in_flight = False
-            if gate.opening_instructions:
-                turn_ctx.add_message(role="system", content=gate.opening_instructions)
-        elif not gate.allows():
-            # the controller decides what to say (AMD has not found a person yet,
-            # or its opening reply is already on its way); the turn stays in history
-            if not recorded:
-                await self._keep_in_history(new_message)
-            raise StopResponse()
-        verdict = await self._hooks.on_user_turn(turn_id, text)
-        if verdict.action == "block":
-            # no reply; the caller's words stay in the history
-            if not recorded:
-                await self._keep_in_history(new_message)
-            if verdict.say:
-                self.session.say(verdict.say)
-            if verdict.end_call:
-                self._publish(
-                    HangUp(
-                        call_id=self._call_id,
-                        at=asyncio.get_running_loop().time(),
-                        reason="guardrail ended the call",
-                        graceful=True,
-                    )
-                )
-            raise StopResponse()
-        if verdict.action == "steer" and verdict.instructions:
-            # this reply's context only: livekit passes a copy of the history here
-            turn_ctx.add_message(role="system", content=verdict.instructions)
-
-    async def _keep_in_history(self, message: llm.ChatMessage) -> None:
-        """Add a user message livekit drops when the hook stops the reply."""
-        if not (message.text_content or "").strip():
-            return
-        ctx = self.chat_ctx.copy()
-        ctx.items.append(message)
-        await self.update_chat_ctx(ctx)
-
-    def llm_node(
-        self, chat_ctx: llm.ChatContext, tools: list[llm.Tool], model_settings: Any
-    ) -> AsyncIterable[llm.ChatChunk | str]:
-        upstream = Agent.default.llm_node(self, chat_ctx, tools, model_settings)
-        run_id = _reply_run_id(self.latest_created_run)
-        gate = SentenceGate(
-            run_id=run_id,
-            check=self._check_sentence,
-            reply_check=self._check_reply if self._hooks.buffered_replies else None,
-        )
-        return gate.process(_as_async_iter(upstream))
-
-    async def _check_sentence(self, run_id: str, index: int, text: str) -> bool:
-        verdict = await self._hooks.on_agent_sentence(run_id, index, text)
-        if verdict.action == "block":
-            if verdict.say:
-                self.blocked_say[run_id] = verdict.say
-            return False
-        if not self._hooks.buffered_replies:
-            self._released(run_id, index, text)
-        return True
-
-    async def _check_reply(self, run_id: str, text: str) -> tuple[bool, str | None]:
-        verdict = await self._hooks.on_reply(run_id, text)
-        if verdict.action == "block":
-            if verdict.say:
-                self._released(run_id, 0, verdict.say)
-            return False, verdict.say
-        self._released(run_id, 0, text)
-        return True, None
-
-    def _released(self, run_id: str, index: int, text: str) -> None:
-        loop = asyncio.get_running_loop()
-        self._publish(
-            AgentSentence(
-                call_id=self._call_id, at=loop.time(), run_id=run_id, index=index, text=text
-            )
-        )
-
-
-def _tool_name(tool: Any) -> str | None:
-    info = getattr(tool, "info", None)
-    return getattr(info, "name", None)
-
-
-def _reply_run_id(fallback: str | None) -> str:
-    """The id of the speech handle this LLM generation belongs to.
-
-    livekit offers no public accessor for the reply's speech handle inside
-    ``llm_node``. Its reply task carries the handle in the context variable
-    ``agent_activity._SpeechHandleContextVar`` (livekit's own ``Agent`` code reads
-    it the same way), so we read it; if that private name ever disappears we
-    fall back to the most recently created handle (``speech_created`` fires just
-    before livekit starts the reply task).
-    """
-    try:
-        from livekit.agents.voice.agent_activity import _SpeechHandleContextVar
-
-        handle = _SpeechHandleContextVar.get(None)
-    except ImportError:  # pragma: no cover - depends on the livekit version
-        handle = None
-    if handle is not None:
-        return str(handle.id)
-    return fallback or "run_unknown"
-
-
-async def _as_async_iter(obj: Any) -> AsyncIterator[Any]:
-    if asyncio.iscoroutine(obj):
-        obj = await obj
-    if obj is None:
-        return
-    if isinstance(obj, str | llm.ChatChunk):
-        yield obj
-        return
-    async for item in obj:
-        yield item
 
 
 class SessionActor(Actor):
