@@ -150,7 +150,7 @@ class GuardrailActor(Actor):
         return list(h)
 
     async def _check(self, msg: GuardrailCheck) -> CheckResult:
-        results = []
+        outcome: GuardrailOutcome | None = None
         if self.guardrail is not None and self.guardrail.has_checks(msg.hook):
             role = "user" if msg.hook == "on_user_turn" else "assistant"
             history = self._before(role, msg.text)
@@ -161,7 +161,6 @@ class GuardrailActor(Actor):
             )
             outcome = await self.guardrail.run(msg.hook, msg.text, history)
             self._publish(msg, outcome, eager)
-            results.append(outcome)
         if msg.hook == "on_agent_turn" and self.response is not None:
             if self.reply_mode == "streamed":  # report-only: the reply was already spoken
                 await self._response(
@@ -169,10 +168,9 @@ class GuardrailActor(Actor):
                     enforce=False,
                 )
             return ALLOW
-        if not results:
+        if outcome is None:
             return ALLOW
-        o = results[0]
-        return CheckResult(o.action, o.say, o.instructions, o.end_call)
+        return CheckResult(outcome.action, outcome.say, outcome.instructions, outcome.end_call)
 
     def _publish(self, msg: GuardrailCheck, outcome: GuardrailOutcome, eager: str | None) -> None:
         loop = asyncio.get_running_loop()

@@ -58,8 +58,6 @@ __all__ = [
 Hook = Literal["on_user_turn", "on_agent_sentence", "on_agent_turn"]
 OnError = Literal["allow", "block"]
 HOOKS: tuple[Hook, ...] = ("on_user_turn", "on_agent_sentence", "on_agent_turn")
-#: Which handler results each hook accepts.
-_ALLOWED: dict[str, tuple[type, ...]] = {}
 
 
 @dataclass(frozen=True)
@@ -83,13 +81,12 @@ class Steer:
     instructions: str
 
 
-_ALLOWED.update(
-    {
-        "on_user_turn": (Block, Steer),
-        "on_agent_sentence": (Block,),
-        "on_agent_turn": (),
-    }
-)
+#: Which handler results each hook accepts.
+_ALLOWED: dict[str, tuple[type, ...]] = {
+    "on_user_turn": (Block, Steer),
+    "on_agent_sentence": (Block,),
+    "on_agent_turn": (),
+}
 
 
 class GuardrailSlotError(RuntimeError):

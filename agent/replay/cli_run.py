@@ -42,12 +42,16 @@ def run_replay(
     options = ReplayOptions(text_only=text_only, record_dir=record_dir)
     replayer = Replayer(config, options)
     # check every call's `agent:` overrides before anything runs: bad input exits 2
+    guarded: list[tuple[str, AgentConfig]] = [(config_source, config)]
     for call in calls:
+        source = str(call.source_path or call.name)
         try:
-            config.with_overrides(call.agent, source=str(call.source_path or call.name))
+            overridden = config.with_overrides(call.agent, source=source)
         except ConfigError as exc:
             errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
             return 2
+        if call.agent.get("guardrails"):
+            guarded.append((source, overridden))
     try:
         models = replayer.models()
     except (UnknownModelError, ModelConfigError) as exc:
@@ -57,13 +61,8 @@ def run_replay(
         )
         return 2
     # the guardrail's models and response guardrails start now: bad ones exit 2 here
-    for source, cfg in [(config_source, config)] + [
-        (str(c.source_path or c.name), config.with_overrides(c.agent, source=c.name))
-        for c in calls
-        if c.agent.get("guardrails")
-    ]:
-        if models.guardrails is None:
-            break
+    for source, cfg in guarded if models.guardrails is not None else []:
+        assert models.guardrails is not None
         try:
             models.guardrails.decision_model(cfg.guardrails)
             models.guardrails.response(cfg.guardrails)
