@@ -22,8 +22,11 @@ from guardrails.actor import GuardrailActor
 from guardrails.config import install_checks
 from guardrails.decision import DecisionGuardrail
 
+from .call_controls import CallControls
 from .config import AgentConfig
+from .control import control_prompt
 from .controller import CallControllerActor, ControllerFSM, ControllerPolicy
+from .guardian import GuardianDesk, GuardianVerifier
 from .guarding import GuardrailFactory, GuardrailHooks
 from .messages import (
     ActorCrashed,
@@ -31,12 +34,14 @@ from .messages import (
     CallEnded,
     CallNotAnswered,
     CallStarted,
+    Channel,
     Direction,
     HangUp,
 )
 from .runtime import Bus, CallScope, Escalation
 from .runtime.tasks import CallTasks
 from .session import ReplyGate, SessionActor, SessionOptions
+from .tools import CallTrust, ToolPolicy, load_tools
 
 logger = logging.getLogger("agent.call")
 
@@ -62,6 +67,9 @@ class ModelSet:
     amd_classifier: DecisionModel | None = None
     #: Builds the guardrail's decision models and response guardrails (shared by calls).
     guardrails: GuardrailFactory | None = None
+    #: The tool gate's and the watchdog's decision models (None: from the config, or heuristics).
+    tool_gate_model: DecisionModel | None = None
+    watchdog_oracle: DecisionModel | None = None
 
 
 @dataclass
@@ -85,6 +93,9 @@ async def run_call(
     models: ModelSet,
     max_seconds: float | None = None,
     shutdown_grace: float = 2.0,
+    channel: Channel = "voice",
+    caller_number: str | None = None,
+    desk: GuardianDesk | None = None,
 ) -> CallOutcome:
     """Run one call end to end over ``line`` (a transport that can also dial).
 
@@ -98,6 +109,9 @@ async def run_call(
         models: the session's models.
         max_seconds: a hard bound on the answered call (replays), in loop time.
         shutdown_grace: how long actors get to stop before they are cancelled.
+        channel: ``voice`` (a phone line) or ``chat`` (a text channel).
+        caller_number: the far end's number (default: the config's ``caller_number``).
+        desk: where guardian questions go (None: nobody can be asked).
     """
     loop = asyncio.get_running_loop()
     policy = ControllerPolicy(
@@ -118,6 +132,11 @@ async def run_call(
         max_ivr_attempts=config.amd.max_ivr_attempts,
         max_screening_replies=config.amd.max_screening_replies,
         ivr_fallback=config.amd.ivr_fallback,
+        transfer_targets=tuple(config.transfer.targets.items()),
+        guardian=desk is not None and config.guardian.enabled,
+        hold_message=config.guardian.hold_message,
+        answer_instructions=config.guardian.answer_instructions,
+        no_answer_instructions=config.guardian.no_answer_instructions,
     )
     bus.publish(CallStarted(call_id=call_id, at=loop.time(), direction=direction))
     status = await line.dial()
@@ -178,6 +197,15 @@ async def run_call(
             if policy.amd and hasattr(line, "add_audio_tap"):
                 line.add_audio_tap(amd.audio_tap)
             gate = ReplyGate(open=not policy.amd)
+            controls = _controls(
+                call_id,
+                bus,
+                config,
+                models,
+                channel=channel,
+                caller_number=caller_number or config.caller_number or None,
+                desk=desk,
+            )
             session = SessionActor(
                 call_id=call_id,
                 bus=bus,
@@ -186,14 +214,18 @@ async def run_call(
                 llm_model=models.llm,
                 tts_model=models.tts,
                 vad_model=models.vad,
-                instructions=config.full_instructions(),
+                instructions=_instructions(config, direction, channel, policy.guardian),
                 options=SessionOptions(
                     turn_detection=models.turn_detection,
                     min_endpointing_delay=config.turn.min_endpointing_delay,
                     max_endpointing_delay=config.turn.max_endpointing_delay,
                     min_interruption_duration=config.turn.min_interruption_duration,
+                    tools=[
+                        controls.policy.wrap(t) for t in load_tools(config.tools, source="tools")
+                    ],
                 ),
                 gate=gate,
+                controls=controls,
             )
             guardrail = _guardrail_actor(call_id, bus, session, config, models)
             session.hooks = GuardrailHooks(guardrail, call_id)
@@ -204,6 +236,8 @@ async def run_call(
                 session=session,
                 on_end=on_end,
                 gate=gate,
+                desk=desk if policy.guardian else None,
+                question_timeout=config.guardian.question_timeout,
             )
             for actor in (guardrail, amd, session, controller):
                 scope.start_actor(actor)
@@ -262,3 +296,84 @@ def _guardrail_actor(
         agent_name=config.name,
         reply_mode=gcfg.reply_mode,
     )
+
+
+def _instructions(
+    config: AgentConfig, direction: Direction, channel: Channel, guardian: bool
+) -> str:
+    """The system prompt: the agent's instructions, then the call-control rules."""
+    base = config.full_instructions()
+    if not config.control_markers:
+        return base
+    rules = control_prompt(
+        direction="chat" if channel == "chat" else direction,
+        task=config.task,
+        transfer_targets=list(config.transfer.targets),
+        guardian=guardian,
+    )
+    return f"{base}\n\n{rules}"
+
+
+def _controls(
+    call_id: str,
+    bus: Bus,
+    config: AgentConfig,
+    models: ModelSet,
+    *,
+    channel: Channel,
+    caller_number: str | None,
+    desk: GuardianDesk | None,
+) -> CallControls:
+    """The call's trust, tool policy and watchdog."""
+    from guardrails.toolgate import ToolGate
+    from guardrails.watchdog import Watchdog
+
+    factory = models.guardrails or GuardrailFactory(session_llm=models.llm)
+    verifier = GuardianVerifier(config.guardian, caller_number) if config.guardian.enabled else None
+    trust = CallTrust(channel=channel, caller_number=caller_number, verifier=verifier)
+    gate = None
+    if config.tool_gate.mode != "off":
+        gate = ToolGate(
+            mode=config.tool_gate.mode,
+            model=models.tool_gate_model or factory.named(config.tool_gate.model),
+            timeout=config.tool_gate.timeout,
+            log=lambda entry: logger.info(
+                "tool gate", extra={"call_id": call_id, "tool_gate": entry}
+            ),
+        )
+    policy = ToolPolicy(
+        call_id=call_id,
+        trust=trust,
+        publish=bus.publish,
+        gate=gate,
+        desk=desk if config.guardian.enabled else None,
+        question_timeout=config.guardian.question_timeout,
+        goal=config.task,
+    )
+    controls: CallControls | None = None
+    watchdog = None
+    if config.watchdog.mode != "off":
+
+        def log(entry: dict[str, Any]) -> None:
+            if entry.get("event") == "watchdog_verdict" and controls is not None:
+                controls.on_verdict(entry, mode=config.watchdog.mode)
+            logger.info("watchdog", extra={"call_id": call_id, "watchdog": entry})
+
+        watchdog = Watchdog(
+            mode=config.watchdog.mode,
+            oracle=models.watchdog_oracle or factory.named(config.watchdog.model),
+            every=config.watchdog.every,
+            timeout=config.watchdog.timeout,
+            goal=config.task,
+            log=log,
+        )
+    controls = CallControls(
+        call_id=call_id,
+        publish=bus.publish,
+        trust=trust,
+        policy=policy,
+        watchdog=watchdog,
+        markers=config.control_markers,
+        context_notes=verifier is not None or any(t.side_effects for t in config.tools),
+    )
+    return controls

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from livekit.agents import Agent, function_tool, llm
+from livekit.agents.llm import StopResponse
 
-from .messages import AgentSentence, HangUp, UserTurnCompleted
-from .sentences import SentenceGate
+from .markers import CALL_OPENING, MarkerFilter
+from .messages import AgentSentence, ControlMarkerSeen, HangUp, UserTurnCompleted
+from .sentences import SentenceGate, _split_chunk
 
 __all__ = ["ALLOW", "CallAgent", "ReplyGate", "SessionHooks", "TurnVerdict"]
 
@@ -90,8 +92,20 @@ class CallAgent(Agent):
         send_dtmf: Callable[[str], Awaitable[None]] | None = None,
         opening_lost: Callable[[], bool] | None = None,
         committed: Callable[[str], bool] | None = None,
+        controls: Any | None = None,
+        no_reply: Callable[[str], None] | None = None,
+        live: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__(instructions=instructions, tools=tools or [])
+        self._controls = controls
+        self._no_reply = no_reply or (lambda turn_id: None)
+        self._live = live or (lambda: True)
+        #: the callee turn the next automatic reply answers (set when a turn is let through)
+        self.replying_turn: str | None = None
+        #: runs that are the call's opening: their first request sees [CALL_OPENING]
+        self.opening_runs: set[str] = set()
+        #: runs whose text stream raised (the session settles them ``failed``)
+        self.failed_runs: set[str] = set()
         self._opening_lost = opening_lost or (lambda: False)
         self._committed = committed or (lambda text: False)
         self._base_tools = list(tools or [])
@@ -148,19 +162,46 @@ class CallAgent(Agent):
     async def on_user_turn_completed(
         self, turn_ctx: llm.ChatContext, new_message: llm.ChatMessage
     ) -> None:
-        from livekit.agents.llm import StopResponse
-
         text = new_message.text_content or ""
+        self.replying_turn = None
         recorded = self._committed(text)  # already recorded while a reply was protected
+        controls = self._controls
+        if controls is not None and not recorded:
+            kept = controls.on_user_text(text)
+            if kept != text:
+                # a spoken PIN or passphrase is never kept in the history or transcripts
+                new_message.content = [kept]
+                text = kept
         if not recorded:
             self._turns += 1
             loop = asyncio.get_running_loop()
             self._publish(
                 UserTurnCompleted(
-                    call_id=self._call_id, at=loop.time(), turn_id=f"turn_{self._turns}", text=text
+                    call_id=self._call_id,
+                    at=loop.time(),
+                    turn_id=f"turn_{self._turns}",
+                    text=text,
+                    context=controls.trust.context() if controls is not None else None,
                 )
             )
         turn_id = f"turn_{self._turns}"
+        try:
+            await self._user_turn(turn_ctx, new_message, text, turn_id, recorded)
+        except StopResponse:
+            self._no_reply(turn_id)
+            raise
+        self.replying_turn = turn_id
+        if controls is not None and controls.context_notes:
+            turn_ctx.add_message(role="system", content=controls.trust.prompt_note())
+
+    async def _user_turn(
+        self,
+        turn_ctx: llm.ChatContext,
+        new_message: llm.ChatMessage,
+        text: str,
+        turn_id: str,
+        recorded: bool,
+    ) -> None:
         gate = self._gate
         if gate.open and gate.opening_in_flight and self._opening_lost():
             # this turn's commit cut the controller's opening before a word of it
@@ -207,14 +248,81 @@ class CallAgent(Agent):
     def llm_node(
         self, chat_ctx: llm.ChatContext, tools: list[llm.Tool], model_settings: Any
     ) -> AsyncIterable[llm.ChatChunk | str]:
-        upstream = Agent.default.llm_node(self, chat_ctx, tools, model_settings)
         run_id = _reply_run_id(self.latest_created_run)
+        chat_ctx = self._prepare_request(run_id, chat_ctx)
+        upstream = _as_async_iter(Agent.default.llm_node(self, chat_ctx, tools, model_settings))
+        controls = self._controls
+        if controls is None or controls.markers:
+            upstream = self._strip_markers(run_id, upstream)
         gate = SentenceGate(
             run_id=run_id,
             check=self._check_sentence,
             reply_check=self._check_reply if self._hooks.buffered_replies else None,
         )
-        return gate.process(_as_async_iter(upstream))
+        return self._record_failure(run_id, gate.process(upstream))
+
+    def _prepare_request(self, run_id: str, chat_ctx: llm.ChatContext) -> llm.ChatContext:
+        """This request's context: the opening marker and the watchdog's reminders.
+
+        Neither is saved: livekit hands ``llm_node`` the context of this
+        generation, and the copy here keeps it that way.
+        """
+        opening = run_id in self.opening_runs
+        reminders = self._controls.on_request(run_id) if self._controls is not None else []
+        if not opening and not reminders:
+            return chat_ctx
+        ctx = chat_ctx.copy()
+        for text in reminders:
+            ctx.add_message(role="system", content=text)
+        if opening:
+            # the first request of the opening run sees the marker as the latest user
+            # turn (the prompt rules name it); later tool steps do not
+            self.opening_runs.discard(run_id)
+            ctx.add_message(role="user", content=CALL_OPENING)
+        return ctx
+
+    async def _strip_markers(self, run_id: str, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """Remove control markers from the text; publish each; stop after an ending one."""
+        flt = MarkerFilter()
+        try:
+            async for chunk in upstream:
+                text, passthrough = _split_chunk(chunk)
+                if text:
+                    clean, found = flt.feed(text)
+                    self._markers_found(run_id, found)
+                    if clean:
+                        yield clean
+                if flt.done:
+                    return  # the sentence with the marker is finished: nothing else is said
+                if passthrough is not None:
+                    yield passthrough
+            clean, found = flt.flush()
+            self._markers_found(run_id, found)
+            if clean:
+                yield clean
+        finally:
+            aclose = getattr(upstream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    def _markers_found(self, run_id: str, found: list[Any]) -> None:
+        if not found or not self._live():
+            return
+        loop = asyncio.get_running_loop()
+        for m in found:
+            self._publish(
+                ControlMarkerSeen(
+                    call_id=self._call_id, at=loop.time(), run_id=run_id, marker=m.kind, arg=m.arg
+                )
+            )
+
+    async def _record_failure(self, run_id: str, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        try:
+            async for item in stream:
+                yield item
+        except Exception:
+            self.failed_runs.add(run_id)
+            raise
 
     async def _check_sentence(self, run_id: str, index: int, text: str) -> bool:
         verdict = await self._hooks.on_agent_sentence(run_id, index, text)

@@ -180,6 +180,110 @@ def decide(
     main(built, decisions)
 
 
+@app.command()
+def chat(
+    agent: Annotated[
+        Path | None, typer.Option("--agent", help="agent config YAML (default: the built-in one)")
+    ] = None,
+    caller: Annotated[
+        str | None, typer.Option(help="the caller's number, E.164 (for guardian verification)")
+    ] = None,
+    voice: Annotated[
+        bool,
+        typer.Option("--voice", help="treat turns as a phone caller's (strict side effects)"),
+    ] = False,
+    guardian_port: Annotated[
+        int | None,
+        typer.Option("--guardian-port", help="also serve guardian questions over HTTP here"),
+    ] = None,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
+) -> None:
+    """Talk to an agent in the terminal, through the same session loop as a phone call."""
+    import os
+
+    from .chat_cli import run_chat
+    from .logs import setup_logging
+    from .models.registry import ModelConfigError, UnknownModelError
+    from .phone import PhoneNumberError, parse_e164
+    from .tools import ToolLoadError, load_tools
+
+    setup_logging(verbose=verbose, json_logs=False)
+    try:
+        cfg = load_config(agent)
+        number = parse_e164(caller) if caller else None
+        load_tools(cfg.tools, source=str(agent or DEFAULT_CONFIG))
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    except PhoneNumberError as exc:
+        raise _fail(f"--caller: {exc}") from None
+    except ToolLoadError as exc:
+        raise _fail(str(exc)) from None
+    if guardian_port is not None and not 0 <= guardian_port <= 65535:
+        raise _fail(f"--guardian-port: expected a port from 0 to 65535, got {guardian_port}")
+    try:
+        code = run_chat(
+            cfg,
+            caller_number=number,
+            channel="voice" if voice else "chat",
+            guardian_port=guardian_port,
+            guardian_token=os.environ.get("CALLRT_GUARDIAN_TOKEN") or None,
+        )
+    except (UnknownModelError, ModelConfigError) as exc:
+        raise _fail(f"{agent or DEFAULT_CONFIG}: models: {exc}") from None
+    raise typer.Exit(code)
+
+
+guardian_app = typer.Typer(
+    help="Answer guardian questions a running agent asked ([ASK_GUARDIAN:...]).",
+    no_args_is_help=True,
+)
+app.add_typer(guardian_app, name="guardian")
+
+_URL = typer.Option(
+    "--url",
+    envvar="CALLRT_GUARDIAN_URL",
+    help="the agent's guardian endpoint, e.g. http://host:8089",
+)
+
+
+@guardian_app.command("list")
+def guardian_list(url: Annotated[str, _URL]) -> None:
+    """List the pending guardian questions (JSON)."""
+    import asyncio
+    import os
+
+    from .guardian_http import GuardianClientError, list_questions
+
+    try:
+        questions = asyncio.run(list_questions(url, os.environ.get("CALLRT_GUARDIAN_TOKEN")))
+    except GuardianClientError as exc:
+        raise _fail(str(exc)) from None
+    print(json.dumps(questions, indent=2))
+
+
+@guardian_app.command("answer")
+def guardian_answer(
+    question_id: Annotated[str, typer.Argument(help="the question's id (q_...)")],
+    answer: Annotated[str, typer.Argument(help="the answer, in words")],
+    url: Annotated[str, _URL],
+) -> None:
+    """Answer one pending guardian question; the held call resumes with it."""
+    import asyncio
+    import os
+
+    from .guardian_http import GuardianClientError, answer_question
+
+    if not answer.strip():
+        raise _fail("ANSWER: expected a non-empty answer")
+    try:
+        done = asyncio.run(
+            answer_question(url, question_id, answer, os.environ.get("CALLRT_GUARDIAN_TOKEN"))
+        )
+    except GuardianClientError as exc:
+        raise _fail(str(exc)) from None
+    print(json.dumps(done, indent=2))
+
+
 @app.command("models")
 def models_cmd() -> None:
     """List the model strings the registry knows."""

@@ -12,11 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from amd.config import AmdConfig
 from guardrails.config import GuardrailsConfig
+
+from .control import ToolGateConfig, TransferConfig, WatchdogConfig
+from .guardian import GuardianConfig
+from .phone import PhoneNumberError, parse_e164
+from .tools import ToolSpec
 
 __all__ = [
     "AgentConfig",
@@ -103,6 +108,26 @@ class AgentConfig(BaseSettings):
     turn: TurnConfig = Field(default_factory=TurnConfig)
     amd: AmdConfig = Field(default_factory=AmdConfig)
     guardrails: GuardrailsConfig = Field(default_factory=GuardrailsConfig)
+    #: The agent's own tools (``package.module:function``), each declaring its side effects.
+    tools: list[ToolSpec] = Field(default_factory=list)
+    #: Whether the LLM steers the call with control markers ([END_CALL], [TRANSFER:x], ...).
+    control_markers: bool = True
+    transfer: TransferConfig = Field(default_factory=TransferConfig)
+    guardian: GuardianConfig = Field(default_factory=GuardianConfig)
+    tool_gate: ToolGateConfig = Field(default_factory=ToolGateConfig)
+    watchdog: WatchdogConfig = Field(default_factory=WatchdogConfig)
+    #: The far end's number on simulated calls (replays, chat); a real line reports its own.
+    caller_number: str = ""
+
+    @field_validator("caller_number")
+    @classmethod
+    def _caller_number(cls, value: str) -> str:
+        if not value.strip():
+            return ""
+        try:
+            return parse_e164(value)
+        except PhoneNumberError as exc:
+            raise ValueError(str(exc)) from None
 
     @classmethod
     def settings_customise_sources(
@@ -183,4 +208,17 @@ def load_config(path: str | Path | None = None) -> AgentConfig:
         raise ConfigError(f"{p}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of config keys at the top level")
+    _resolve_script(data, p.parent)
     return _validate(data, source=str(p))
+
+
+def _resolve_script(data: dict[str, Any], folder: Path) -> None:
+    """A relative ``script:`` LLM path is relative to the config file (when it exists there)."""
+    models = data.get("models")
+    if not isinstance(models, dict):
+        return
+    spec = models.get("llm")
+    if isinstance(spec, str) and spec.startswith("script:"):
+        path = Path(spec.removeprefix("script:"))
+        if not path.is_absolute() and (folder / path).exists():
+            models["llm"] = f"script:{folder / path}"

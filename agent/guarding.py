@@ -156,6 +156,10 @@ class GuardrailFactory:
             self._models[key] = guarded(primary, fallback, config.fallback_timeout)
         return self._models[key]
 
+    def named(self, spec: str) -> llm.DecisionModel | None:
+        """The decision model a registry string names (None for an empty string)."""
+        return self._build(spec, ()) if spec else None
+
     def response(self, config: GuardrailsConfig) -> ResponseGuardrails | None:
         """The response guardrails of ``config``: built once, shared by every call."""
         if not config.response:

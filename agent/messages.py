@@ -37,6 +37,10 @@ FinalAmdCategory = Literal[
 #: During a call AMD may also report ``wait`` (hold music, "please hold"), never final.
 AmdCategory = FinalAmdCategory | Literal["wait"]
 GuardrailHook = Literal["on_user_turn", "on_agent_sentence", "on_agent_turn"]
+#: Where a turn came from: a phone line or a text channel.
+Channel = Literal["voice", "chat"]
+RunOutcome = Literal["completed", "interrupted", "aborted", "failed", "no_reply"]
+MarkerKind = Literal["call_opening", "end_call", "transfer", "ask_guardian", "invalid"]
 
 
 class _Msg(BaseModel):
@@ -100,11 +104,37 @@ class UserTranscript(_Msg):
     final: bool
 
 
+class ChannelContext(BaseModel):
+    """Who a turn came from: the channel, the caller's number, whether they are verified."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    channel: Channel = "voice"
+    caller_number: str | None = None
+    verified: bool = False
+
+
 class UserTurnCompleted(_Msg):
     kind: Literal["user_turn_completed"] = "user_turn_completed"
     turn_id: str
     text: str
     started_at: float | None = None
+    context: ChannelContext | None = None
+
+
+class TurnSettled(_Msg):
+    """A run (one agent reply) or a callee turn that got no reply is over, whatever happened.
+
+    Every run the session starts settles exactly once: ``completed``,
+    ``interrupted`` (barge-in or a controller interrupt), ``aborted`` (the call
+    was torn down first), ``failed`` (the reply raised). A callee turn that
+    gets no reply (a guardrail block, a closed reply gate) settles ``no_reply``.
+    """
+
+    kind: Literal["turn_settled"] = "turn_settled"
+    turn_id: str | None = None
+    run_id: str | None = None
+    outcome: RunOutcome
+    text: str = ""
 
 
 class AgentSpeechStarted(_Msg):
@@ -157,12 +187,15 @@ class Say(_Msg):
 
 class GenerateReply(_Msg):
     """Reply now. ``protect``: the callee's turn still being committed (its words
-    were heard before this reply) must not cut it; only new callee speech may."""
+    were heard before this reply) must not cut it; only new callee speech may.
+    ``opening``: this is the call's opening turn; the model sees the user turn
+    ``[CALL_OPENING]``, which is never saved in the history."""
 
     kind: Literal["generate_reply"] = "generate_reply"
     instructions: str | None = None
     user_input: str | None = None
     protect: bool = False
+    opening: bool = False
 
 
 class InterruptRun(_Msg):
@@ -183,6 +216,17 @@ class HangUp(_Msg):
     kind: Literal["hang_up"] = "hang_up"
     reason: str = "agent"
     graceful: bool = False
+
+
+class Transfer(_Msg):
+    """Hand the call to ``destination`` (a number or SIP URI) once the reply in flight has played.
+
+    ``target`` is the name the agent used (``[TRANSFER:billing]``).
+    """
+
+    kind: Literal["transfer"] = "transfer"
+    target: str
+    destination: str
 
 
 # -- controller, AMD, guardrails -------------------------------------------
@@ -256,6 +300,68 @@ class VoicemailLeft(_Msg):
     run_id: str
 
 
+class ControlMarkerSeen(_Msg):
+    """A control marker the LLM wrote in run ``run_id`` (stripped from what is spoken)."""
+
+    kind: Literal["control_marker"] = "control_marker"
+    run_id: str
+    marker: MarkerKind
+    arg: str | None = None
+
+
+class CallTransferred(_Msg):
+    """The line handed the call over; the call is over for the agent."""
+
+    kind: Literal["call_transferred"] = "call_transferred"
+    target: str
+
+
+class CallerVerified(_Msg):
+    """The caller proved they are the guardian; later turns carry ``verified``."""
+
+    kind: Literal["caller_verified"] = "caller_verified"
+    method: Literal["caller_id", "pin", "passphrase", "dtmf"]
+
+
+class GuardianQuestion(_Msg):
+    """A question for the guardian (``[ASK_GUARDIAN:...]``) was asked, answered or closed."""
+
+    kind: Literal["guardian_question"] = "guardian_question"
+    question_id: str
+    status: Literal["pending", "answered", "timed_out", "cancelled"]
+    question: str = ""
+    answer: str | None = None
+
+
+class ToolCallReviewed(_Msg):
+    """What the trust policy and the tool gate decided about one tool call.
+
+    ``proposed`` is the policy's decision, ``would`` what the gate in mode ``on``
+    would make of it, ``decision`` what happened. ``reason`` says why in a word.
+    """
+
+    kind: Literal["tool_call_reviewed"] = "tool_call_reviewed"
+    tool: str
+    decision: Literal["allow", "ask", "deny"]
+    proposed: Literal["allow", "ask", "deny"]
+    would: Literal["allow", "ask", "deny"]
+    reason: str
+    gate_mode: str = "off"
+    values: dict[str, float] = Field(default_factory=dict)
+    run_id: str | None = None
+
+
+class WatchdogVerdict(_Msg):
+    """One watchdog ballot: flags it acts on and flags it only logs (0..1 each)."""
+
+    kind: Literal["watchdog_verdict"] = "watchdog_verdict"
+    act: dict[str, float] = Field(default_factory=dict)
+    logged: dict[str, float] = Field(default_factory=dict)
+    source: str = ""
+    mode: str = "on"
+    interrupted_run: str | None = None
+
+
 class SetTools(_Msg):
     """Which call-control tools the LLM may use in its next replies."""
 
@@ -318,6 +424,7 @@ Message = Annotated[
     | UserSpeechStopped
     | UserTranscript
     | UserTurnCompleted
+    | TurnSettled
     | AgentSpeechStarted
     | AgentSentence
     | AgentTurnCompleted
@@ -329,12 +436,19 @@ Message = Annotated[
     | InterruptRun
     | SendDtmf
     | HangUp
+    | Transfer
     | CallStateChanged
     | TimerFired
     | AmdPrediction
     | AmdCompleted
     | AmdTone
     | VoicemailLeft
+    | ControlMarkerSeen
+    | CallTransferred
+    | CallerVerified
+    | GuardianQuestion
+    | ToolCallReviewed
+    | WatchdogVerdict
     | SetTools
     | GuardrailCheck
     | GuardrailEvaluated
@@ -345,4 +459,4 @@ Message = Annotated[
 message_adapter: TypeAdapter[Message] = TypeAdapter(Message)
 
 #: Kinds that travel on actors' urgent lanes.
-URGENT_KINDS = frozenset({"interrupt_run", "hang_up", "remote_hangup", "call_ended"})
+URGENT_KINDS = frozenset({"interrupt_run", "hang_up", "transfer", "remote_hangup", "call_ended"})

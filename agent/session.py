@@ -13,8 +13,9 @@ runs the agent-turn hook when a speech handle completes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,6 +37,7 @@ from .messages import (
     ActorCrashed,
     AgentSpeechStarted,
     AgentTurnCompleted,
+    CallTransferred,
     DtmfReceived,
     DtmfSent,
     GenerateReply,
@@ -46,11 +48,14 @@ from .messages import (
     Say,
     SendDtmf,
     SetTools,
+    Transfer,
+    TurnSettled,
     UserSpeechStarted,
     UserSpeechStopped,
     UserTranscript,
     UserTurnCompleted,
 )
+from .runs import RunResult, RunTracker
 from .runtime import Actor, Bus
 
 logger = logging.getLogger("agent.session")
@@ -84,6 +89,8 @@ class CallTransport(Protocol):
 
     async def hang_up(self) -> None: ...
 
+    # optional: ``async def transfer(self, destination: str) -> None`` hands the call over
+
 
 @dataclass
 class SessionOptions:
@@ -115,8 +122,13 @@ class SessionActor(Actor):
         hooks: SessionHooks | None = None,
         options: SessionOptions | None = None,
         gate: ReplyGate | None = None,
+        controls: Any | None = None,
     ) -> None:
         super().__init__("session")
+        self.controls = controls
+        self._commanding = False
+        #: every run (agent reply) and the future that settles it
+        self.runs = RunTracker()
         self.gate = gate or ReplyGate()
         self.call_id = call_id
         self.bus = bus
@@ -152,6 +164,7 @@ class SessionActor(Actor):
             return  # a restart keeps the running AgentSession
         stt_model, llm_model, tts_model, vad_model = self._models
         o = self.options
+        version = self.runs.version
         self.session = AgentSession(
             stt=stt_model,
             vad=vad_model,
@@ -186,7 +199,13 @@ class SessionActor(Actor):
             send_dtmf=self._tool_dtmf,
             opening_lost=self._opening_lost,
             committed=self._on_commit,
+            controls=self.controls,
+            no_reply=self._turn_without_reply,
+            live=lambda: self.runs.live(version),
         )
+        if self.controls is not None:
+            self.controls.interrupt = self._interrupt_for
+            self.controls.start()
         s = self.session
         s.input.audio = self.transport.audio_input
         s.output.audio = self.transport.audio_output
@@ -206,10 +225,19 @@ class SessionActor(Actor):
         await self.close()
 
     async def close(self) -> None:
-        """Close the AgentSession (idempotent)."""
+        """Close the AgentSession (idempotent).
+
+        The run version moves first, and every run and turn still pending
+        settles ``aborted``, before anything is interrupted: whatever a late
+        callback of an aborted run tries afterwards is dropped.
+        """
         if self._closed or self.session is None:
             return
         self._closed = True
+        for result in self.runs.abort_all():
+            self._publish_settled(result)
+        if self.controls is not None:
+            await self.controls.aclose()
         if self._hook_tasks:
             await asyncio.wait(self._hook_tasks, timeout=1.0)
             for t in self._hook_tasks:
@@ -256,18 +284,50 @@ class SessionActor(Actor):
     def _on_speech_created(self, ev: SpeechCreatedEvent) -> None:
         handle = ev.speech_handle
         self._handles[handle.id] = handle
+        turn_id: str | None = None
         if self.agent is not None:
             self.agent.latest_created_run = handle.id
+            if ev.source == "generate_reply" and not self._commanding:
+                # livekit's automatic reply to the turn the agent just let through (every
+                # reply the session asks for itself is made under ``_commanding``)
+                turn_id, self.agent.replying_turn = self.agent.replying_turn, None
+        self.runs.begin(handle.id, turn_id)
         started = self._now()
         handle.add_done_callback(lambda h: self._on_speech_done(h, started))
 
+    def _turn_without_reply(self, turn_id: str) -> None:
+        self.runs.no_reply(turn_id)
+        self._publish(
+            TurnSettled(call_id=self.call_id, at=self._now(), turn_id=turn_id, outcome="no_reply")
+        )
+
+    def _publish_settled(self, result: RunResult) -> None:
+        self._publish(
+            TurnSettled(
+                call_id=self.call_id,
+                at=self._now(),
+                turn_id=result.turn_id,
+                run_id=result.run_id,
+                outcome=result.outcome,
+                text=result.text,
+            )
+        )
+
     def _on_speech_done(self, handle: SpeechHandle, created_at: float) -> None:
         self._handles.pop(handle.id, None)
-        text = " ".join(
-            (item.text_content or "")
-            for item in handle.chat_items
-            if isinstance(item, llm.ChatMessage) and item.role == "assistant"
-        ).strip()
+        rec = self.runs.record(handle.id)
+        try:
+            self._speech_done(handle, created_at)
+        finally:
+            # the run's future settles whatever happened above
+            failed = self.agent is not None and handle.id in self.agent.failed_runs
+            outcome = "failed" if failed else "interrupted" if handle.interrupted else "completed"
+            if rec is not None and not rec.done.done():
+                self._publish_settled(self.runs.settle(handle.id, outcome, _text_of(handle)))  # type: ignore[arg-type]
+
+    def _speech_done(self, handle: SpeechHandle, created_at: float) -> None:
+        rec = self.runs.record(handle.id)
+        text = _text_of(handle)
         interrupted = handle.interrupted
         msg = AgentTurnCompleted(
             call_id=self.call_id,
@@ -279,10 +339,15 @@ class SessionActor(Actor):
         )
         self._publish(msg)
         agent = self.agent
+        if rec is not None and not self.runs.live(rec.version):
+            return  # the call is being torn down: nothing of this run may act any more
+        if self.controls is not None and text:
+            self.controls.on_agent_text(text)
         say = agent.blocked_say.pop(handle.id, None) if agent is not None else None
         if say and not interrupted and handle.id in self._played_runs and self.session:
             # a sentence of this reply was blocked: say the replacement after what played
-            self.session.say(say)
+            with self._command():
+                self.session.say(say)
         self._spawn_hook(self.hooks.on_agent_turn(handle.id, text, interrupted))
 
     def _spawn_hook(self, coro: Awaitable[None]) -> None:
@@ -314,6 +379,8 @@ class SessionActor(Actor):
         self._publish(RemoteHangup(call_id=self.call_id, at=self._now()))
 
     def _on_dtmf(self, digits: str) -> None:
+        if self.controls is not None:
+            self.controls.on_dtmf(digits)
         self._publish(DtmfReceived(call_id=self.call_id, at=self._now(), digits=digits))
 
     def _on_playback_finished(self, ev: io.PlaybackFinishedEvent) -> None:
@@ -399,6 +466,34 @@ class SessionActor(Actor):
         handle = self._handles.get(run)
         return handle is None or handle.interrupted
 
+    @contextlib.contextmanager
+    def _command(self) -> Iterator[None]:
+        """Speech created in here is the session's own, not a reply to a callee turn."""
+        self._commanding = True
+        try:
+            yield
+        finally:
+            self._commanding = False
+
+    def _interrupt(self, run_id: str) -> bool:
+        """Interrupt ``run_id`` only: a stale id (over, or from before a teardown) does nothing."""
+        handle = self._handles.get(run_id)
+        if handle is None or handle.done() or not self.runs.current(run_id):
+            return False
+        handle.interrupt(force=True)
+        return True
+
+    def _interrupt_for(self, run_id: str, reason: str) -> None:
+        """The watchdog found a blocker in ``run_id``: stop it, reply again with its reminder."""
+        if self._closed or not self._interrupt(run_id):
+            return
+        logger.info(
+            "run interrupted", extra={"call_id": self.call_id, "run_id": run_id, "reason": reason}
+        )
+        if self.session is not None and self.gate.allows():
+            with self._command():
+                self.session.generate_reply()
+
     async def _tool_dtmf(self, digits: str) -> None:
         await self.transport.send_dtmf(digits)
         self._publish(DtmfSent(call_id=self.call_id, at=self._now(), digits=digits))
@@ -411,7 +506,8 @@ class SessionActor(Actor):
         assert session is not None
         match msg:
             case Say(text=text, allow_interruptions=allow):
-                return session.say(text, allow_interruptions=allow).id
+                with self._command():
+                    return session.say(text, allow_interruptions=allow).id
             case GenerateReply(instructions=instr, user_input=user_input, protect=protect):
                 kwargs: dict[str, Any] = {}
                 if instr:
@@ -420,15 +516,23 @@ class SessionActor(Actor):
                     kwargs["user_input"] = user_input
                 if protect:
                     kwargs["allow_interruptions"] = False
-                reply = session.generate_reply(**kwargs)
+                with self._command():
+                    reply = session.generate_reply(**kwargs)
+                if msg.opening and self.agent is not None:
+                    # no await since generate_reply: its request has not started yet
+                    self.agent.opening_runs.add(reply.id)
                 if protect:
                     self._protect(reply)
                 return reply.id
             case InterruptRun(run_id=run_id):
-                handle = self._handles.get(run_id)
-                if handle is None or handle.done():
-                    return False  # stale: that run already finished
-                handle.interrupt(force=True)
+                return self._interrupt(run_id)
+            case Transfer(target=target, destination=destination):
+                transfer = getattr(self.transport, "transfer", None)
+                if transfer is None:
+                    raise RuntimeError("this line cannot transfer calls")
+                await self._let_reply_finish(within=15.0)
+                await transfer(destination)
+                self._publish(CallTransferred(call_id=self.call_id, at=self._now(), target=target))
                 return True
             case SendDtmf(digits=digits):
                 await self._tool_dtmf(digits)
@@ -448,3 +552,12 @@ class SessionActor(Actor):
                 return None
             case _:
                 raise TypeError(f"session cannot handle {getattr(msg, 'kind', msg)!r}")
+
+
+def _text_of(handle: SpeechHandle) -> str:
+    """What the agent said in a run (its assistant messages), markers already stripped."""
+    return " ".join(
+        (item.text_content or "")
+        for item in handle.chat_items
+        if isinstance(item, llm.ChatMessage) and item.role == "assistant"
+    ).strip()

@@ -29,7 +29,7 @@ OPENAI_KEY_ENV = "OPENAI_API_KEY"
 _KNOWN: dict[str, list[str]] = {
     "stt": [WHISPER_TINY_EN, "openai/<model>"],
     "tts": [PIPER_JOE, ESTIMATE_TTS, "openai/<model>"],
-    "llm": [SMOLLM2_135M, "openai/<model>"],
+    "llm": [SMOLLM2_135M, "openai/<model>", "script:<file.yaml>"],
     "vad": [SILERO],
 }
 
@@ -122,7 +122,8 @@ def build_llm(spec: str, *, base_url: str | None = None, **opts: Any) -> llm.LLM
     """Build a language model.
 
     Args:
-        spec: ``local/smollm2-135m`` or ``openai/<model>``.
+        spec: ``local/smollm2-135m``, ``openai/<model>``, or ``script:<file.yaml>``
+            (deterministic replies by pattern, for policy tests: see ``script_llm``).
         base_url: an OpenAI-compatible server; no API key is needed with one.
         **opts: for the local model, fields of ``LlamaOptions`` (``max_tokens``,
             ``temperature``, ``model_path``, ...); for OpenAI, ``api_key`` and any
@@ -146,6 +147,13 @@ def build_llm(spec: str, *, base_url: str | None = None, **opts: Any) -> llm.LLM
 
         client = _openai_client(spec, base_url, opts.pop("api_key", None))
         return _construct(spec, openai.LLM, model=model, **client, **opts)
+    if spec.startswith("script:"):
+        from .script_llm import ScriptError, ScriptLLM
+
+        try:
+            return ScriptLLM.from_file(spec.removeprefix("script:"))
+        except ScriptError as exc:
+            raise ModelConfigError(str(exc)) from None
     raise _unknown("llm", spec)
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 from guardrails.response import ResponseGuardrailError
 from guardrails.rules import PackError
 
+from ..call import ModelSet
 from ..config import AgentConfig, ConfigError
 from ..models.registry import ModelConfigError, UnknownModelError
 from ..runtime import clock
@@ -50,7 +51,7 @@ def run_replay(
         except ConfigError as exc:
             errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
             return 2
-        if call.agent.get("guardrails"):
+        if any(call.agent.get(k) for k in ("guardrails", "tools", "tool_gate", "watchdog")):
             guarded.append((source, overridden))
     try:
         models = replayer.models()
@@ -78,6 +79,11 @@ def run_replay(
             return 2
         except ResponseGuardrailError as exc:
             errors.print(f"[red]error:[/red] {escape(f'{source}: {exc}')}", highlight=False)
+            return 2
+    for source, cfg in guarded:
+        problem = check_controls(cfg, models, source=source)
+        if problem:
+            errors.print(f"[red]error:[/red] {escape(problem)}", highlight=False)
             return 2
     results: list[ReplayedCall] = []
     jsonl = jsonl_path.open("w", encoding="utf-8") if jsonl_path else None
@@ -151,3 +157,24 @@ def _model_key(message: str, config: AgentConfig) -> str:
         if isinstance(value, str) and value and value in message:
             return f"models.{key}"
     return "models"
+
+
+def check_controls(cfg: AgentConfig, models: ModelSet, *, source: str) -> str | None:
+    """Import the config's tools and build its gate and watchdog models: a problem, or None."""
+    from ..guarding import GuardrailFactory
+    from ..tools import ToolLoadError, load_tools
+
+    try:
+        load_tools(cfg.tools, source=source)
+    except ToolLoadError as exc:
+        return str(exc)
+    factory = models.guardrails or GuardrailFactory(session_llm=models.llm)
+    for key, spec in (
+        ("tool_gate.model", cfg.tool_gate.model),
+        ("watchdog.model", cfg.watchdog.model),
+    ):
+        try:
+            factory.named(spec)
+        except (UnknownModelError, ModelConfigError) as exc:
+            return f"{source}: {key}: {exc}"
+    return None

@@ -9,6 +9,7 @@ runs.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from ..call import ModelSet, new_call_id, run_call
 from ..config import AgentConfig
+from ..guardian import GuardianDesk
 from ..guarding import GuardrailFactory
 from ..messages import AgentSpeechStarted, AgentTurnCompleted, AmdPrediction, VoicemailLeft
 from ..models.registry import build_amd_classifier, build_llm, build_stt, build_tts, build_vad
@@ -94,6 +96,8 @@ class Replayer:
         self.options = options
         self._models = models
         self._synth = synth
+        #: where the calls' guardian questions go (tests answer them here)
+        self.desk = GuardianDesk()
 
     def _build_models(self) -> ModelSet:
         m = self.config.models
@@ -148,14 +152,8 @@ class Replayer:
         models = self.models()
         if self.options.text_only:
             # the feed is per call: a fresh one so no event leaks between calls
-            models = ModelSet(
-                TranscriptFeedSTT(),
-                models.llm,
-                models.tts,
-                None,
-                "stt",
-                amd_classifier=models.amd_classifier,
-                guardrails=models.guardrails,
+            models = dataclasses.replace(
+                models, stt=TranscriptFeedSTT(), vad=None, turn_detection="stt"
             )
         synth = self._synth
         if synth is None and not self.options.text_only:
@@ -183,6 +181,7 @@ class Replayer:
                 config=config,
                 models=models,
                 max_seconds=call.max_seconds,
+                desk=self.desk,
             )
         finally:
             await sim.aclose()

@@ -129,6 +129,7 @@ class CallSimulator:
         self.segments: list[PreparedSegment] = []
         self.dtmf_sent = ""
         self.hung_up_by: str | None = None
+        self.transferred_to: str | None = None
         #: (payload, start, end) in loop time for every segment played: ground truth
         #: for measuring how fast the agent answers
         self.played: list[tuple[str, float, float]] = []
@@ -211,6 +212,13 @@ class CallSimulator:
     async def hang_up(self) -> None:
         if self.hung_up_by is None:
             self.hung_up_by = "agent"
+        self.audio_input.close()
+
+    async def transfer(self, destination: str) -> None:
+        """Hand the call over: the recorded callee's script ends here, as after a hang-up."""
+        self.transferred_to = destination
+        if self.hung_up_by is None:
+            self.hung_up_by = "transfer"
         self.audio_input.close()
 
     async def dial(self) -> str:

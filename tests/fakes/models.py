@@ -14,13 +14,23 @@ from livekit.agents.types import (
     NotGivenOr,
 )
 
-__all__ = ["ScriptedLLM", "ScriptedDecisionModel", "default_reply"]
+__all__ = ["ScriptedLLM", "ScriptedDecisionModel", "default_reply", "user_turns"]
+
+
+def user_turns(chat_ctx: llm.ChatContext) -> list[str]:
+    """The caller's turns in a request (the ``[CALL_OPENING]`` marker is not one)."""
+    return [
+        m.text_content or ""
+        for m in chat_ctx.messages()
+        if m.role == "user" and (m.text_content or "") != "[CALL_OPENING]"
+    ]
 
 
 def default_reply(chat_ctx: llm.ChatContext) -> str:
     """A deterministic reply that depends on how many user turns there were."""
-    users = [m for m in chat_ctx.messages() if m.role == "user"]
-    return f"Thanks, this is Sam from Acme Dental. This is reply number {len(users)}."
+    return (
+        f"Thanks, this is Sam from Acme Dental. This is reply number {len(user_turns(chat_ctx))}."
+    )
 
 
 class ScriptedLLM(llm.LLM):

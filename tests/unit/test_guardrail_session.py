@@ -16,7 +16,7 @@ from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
 from agent.runtime import clock
 from agent.telephony.sim_io import TranscriptFeedSTT
 from guardrails.response import AgentResponseGuardrail, Allow, CallContext, Deny
-from tests.fakes.models import ScriptedDecisionModel, ScriptedLLM
+from tests.fakes.models import ScriptedDecisionModel, ScriptedLLM, user_turns
 from tests.unit.test_replay_calls import _inline
 
 CARD = re.compile(r"\d{4} \d{4}")
@@ -237,7 +237,7 @@ def test_buffered_replies_go_through_the_response_guardrail_shared_by_all_calls(
     factory = GuardrailFactory(model=ScriptedDecisionModel(_answer))
 
     def reply(ctx: llm.ChatContext) -> str:  # the model is shared: answer by the call's history
-        users = [m for m in ctx.messages() if m.role == "user"]
+        users = user_turns(ctx)
         return "Hello." if not users else "Your card is 4111 1111 1111 1111."
 
     model = ScriptedLLM(reply)

@@ -30,7 +30,7 @@ def test_known_models_lists_local_defaults() -> None:
     known = known_models()
     assert known["stt"] == ["local/whisper-tiny.en", "openai/<model>"]
     assert "local/piper-joe" in known["tts"] and "local/estimate" in known["tts"]
-    assert known["llm"] == ["local/smollm2-135m", "openai/<model>"]
+    assert known["llm"] == ["local/smollm2-135m", "openai/<model>", "script:<file.yaml>"]
     assert known["vad"] == ["silero"]
 
 

@@ -1,0 +1,168 @@
+"""``python -m agent chat``: a terminal conversation with an agent over the text channel.
+
+Typed lines are the caller's turns; the agent's turns are printed as ``agent: ...``.
+Lines starting with ``/`` are commands: ``/answer ID TEXT`` answers a guardian
+question, ``/dtmf DIGITS`` presses keys, ``/quit`` leaves. Call events (verified,
+guardian questions, transfer, end) go to stderr in brackets. The conversation
+ends when stdin ends, on ``/quit``, or when the agent ends or transfers the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from typing import Any, TextIO
+
+from .chat import ChatSession, text_models
+from .config import AgentConfig
+from .guardian import GuardianDesk, PendingQuestion
+from .runtime import clock
+
+__all__ = ["run_chat"]
+
+HELP = "commands: /answer ID TEXT (guardian), /dtmf DIGITS, /quit"
+
+
+def _reader(
+    stream: TextIO, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]
+) -> None:
+    # a daemon thread: a blocked readline never keeps the process alive after the call ends
+    def run() -> None:
+        for line in stream:
+            loop.call_soon_threadsafe(queue.put_nowait, line.rstrip("\n"))
+        loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    threading.Thread(target=run, name="chat-stdin", daemon=True).start()
+
+
+def run_chat(
+    config: AgentConfig,
+    *,
+    caller_number: str | None,
+    channel: str = "chat",
+    guardian_port: int | None = None,
+    guardian_token: str | None = None,
+    stdin: TextIO | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Run one conversation; returns the exit status (0)."""
+    models = text_models(config)
+    return clock.run(
+        _chat(
+            config,
+            models,
+            caller_number=caller_number,
+            channel=channel,
+            guardian_port=guardian_port,
+            guardian_token=guardian_token,
+            stdin=stdin or sys.stdin,
+            out=out or sys.stdout,
+            err=err or sys.stderr,
+        ),
+        virtual=False,
+    )
+
+
+async def _chat(
+    config: AgentConfig,
+    models: Any,
+    *,
+    caller_number: str | None,
+    channel: str,
+    guardian_port: int | None,
+    guardian_token: str | None,
+    stdin: TextIO,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    def say(stream: TextIO, text: str) -> None:
+        stream.write(text + "\n")
+        stream.flush()
+
+    desk = GuardianDesk()
+    server = None
+    if guardian_port is not None:
+        from .guardian_http import GuardianServer
+
+        server = GuardianServer(desk, token=guardian_token)
+        port = await server.start(port=guardian_port)
+        say(err, f"[guardian endpoint: http://127.0.0.1:{port}/guardian/questions]")
+
+    def on_desk(event: str, q: PendingQuestion) -> None:
+        if event == "asked":
+            say(err, f"[guardian question {q.id}: {q.question}]  answer with: /answer {q.id} TEXT")
+
+    unsubscribe = desk.subscribe(on_desk)
+
+    def on_event(msg: Any) -> None:
+        match msg.kind:
+            case "agent_turn_completed" if msg.text:
+                say(out, f"agent: {msg.text}")
+            case "caller_verified":
+                say(err, f"[caller verified by {msg.method}]")
+            case "call_transferred":
+                say(err, f"[transferred to {msg.target}]")
+            case "tool_call_reviewed" if msg.decision != "allow":
+                say(err, f"[tool {msg.tool}: {msg.decision} ({msg.reason})]")
+            case "call_ended":
+                say(err, f"[call ended: {msg.disposition}, {msg.reason}]")
+
+    session = ChatSession(
+        config,
+        models,
+        desk=desk,
+        channel="voice" if channel == "voice" else "chat",
+        caller_number=caller_number,
+        on_event=on_event,
+    )
+    lines: asyncio.Queue[str | None] = asyncio.Queue()
+    _reader(stdin, asyncio.get_running_loop(), lines)
+    try:
+        await session.start()
+        ended = asyncio.ensure_future(session.wait_ended())
+        while not ended.done():
+            nxt = asyncio.ensure_future(lines.get())
+            await asyncio.wait({nxt, ended}, return_when=asyncio.FIRST_COMPLETED)
+            if not nxt.done():
+                nxt.cancel()
+                break
+            line = nxt.result()
+            if line is None or line.strip() == "/quit":
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/"):
+                _command(text, session, desk, lambda s: say(err, s))
+                continue
+            await session.send(text)
+        if not ended.done():
+            await session.close()
+        else:
+            await session.line.aclose()
+        await asyncio.gather(ended, return_exceptions=True)
+    finally:
+        unsubscribe()
+        if server is not None:
+            await server.aclose()
+    return 0
+
+
+def _command(text: str, session: ChatSession, desk: GuardianDesk, note: Any) -> None:
+    name, _, rest = text.partition(" ")
+    if name == "/answer":
+        qid, _, answer = rest.strip().partition(" ")
+        try:
+            desk.answer(qid, answer)
+        except (LookupError, ValueError) as exc:
+            note(f"[{exc}]")
+    elif name == "/dtmf" and rest.strip():
+        keys = "".join(c for c in rest if c in "0123456789*#")
+        if keys:
+            session.press(keys)
+        else:
+            note("[/dtmf: expected keys 0-9, * or #]")
+    else:
+        note(f"[unknown command {name!r}; {HELP}]")
