@@ -45,6 +45,7 @@ bench: install
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/amd.py
 	$(BIN)/python bench/guardrails.py
+	$(BIN)/python bench/controller.py
 
 clean:
 	rm -rf $(VENV) .cache runs .pytest_cache .mypy_cache .ruff_cache

@@ -34,6 +34,7 @@ from .messages import (
     CallEnded,
     CallNotAnswered,
     CallStarted,
+    CallStateChanged,
     Channel,
     Direction,
     HangUp,
@@ -206,6 +207,14 @@ async def run_call(
                 caller_number=caller_number or config.caller_number or None,
                 desk=desk,
             )
+            goals = {"ivr": config.ivr_goal or "reach a person"}
+
+            def on_state(msg: CallStateChanged) -> None:
+                # an IVR menu is navigated toward the IVR goal; a person hears the task
+                controls.set_goal(goals.get(msg.new, config.task))
+
+            bus.subscribe("call_state_changed", on_state)
+            bus.subscribe("tool_call_reviewed", controls.on_tool_review)
             session = SessionActor(
                 call_id=call_id,
                 bus=bus,

@@ -141,6 +141,21 @@ class CallControls:
             )
         )
 
+    # -- the call's goal and findings handled elsewhere ---------------------------
+
+    def set_goal(self, goal: str) -> None:
+        """What the call is for now (the watchdog and the tool gate judge against it)."""
+        if goal == self.policy.goal:
+            return
+        self.policy.goal = goal
+        if self.watchdog is not None:
+            self.watchdog.set_goal(goal)
+
+    def on_tool_review(self, review: Any) -> None:
+        """A tool call the policy did not allow was handled there: the watchdog need not flag it."""
+        if self.watchdog is not None and review.decision != "allow":
+            self.watchdog.settle("unsafe_next_action")
+
     async def aclose(self) -> None:
         if self.watchdog is not None:
             await self.watchdog.aclose()

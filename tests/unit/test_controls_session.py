@@ -212,3 +212,61 @@ def test_a_hanging_watchdog_oracle_never_delays_a_reply(tmp_path: Path) -> None:
     assert hanging.inputs  # the oracle was asked (and never answered)
     verdicts = [m for m in watched.messages if getattr(m, "kind", "") == "watchdog_verdict"]
     assert verdicts and all(v.source == "heuristic" for v in verdicts)
+
+
+def test_the_goal_follows_the_call_and_denied_tools_settle_the_watchdog(tmp_path: Path) -> None:
+    """An IVR menu is judged against the IVR goal; a person against the task."""
+    from agent.call_controls import CallControls
+    from agent.messages import ToolCallReviewed
+    from agent.tools import CallTrust, ToolPolicy
+
+    class Spy:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, str]] = []
+
+        def set_goal(self, goal: str) -> None:
+            self.calls.append(("goal", goal))
+
+        def settle(self, finding: str) -> None:
+            self.calls.append(("settle", finding))
+
+        def observe(self, role: str, text: str) -> None:
+            return None
+
+    spy = Spy()
+    trust = CallTrust(channel="voice", caller_number=None)
+    policy = ToolPolicy(call_id="c", trust=trust, publish=lambda m: None, goal="book a cleaning")
+    controls = CallControls(
+        call_id="c", publish=lambda m: None, trust=trust, policy=policy, watchdog=spy
+    )
+    controls.set_goal("book a cleaning")  # unchanged: nothing to drop
+    controls.set_goal("reach the pharmacy")
+    review = dict(tool="t", proposed="ask", would="ask", reason="unverified_caller")
+    controls.on_tool_review(ToolCallReviewed(call_id="c", decision="deny", **review))  # type: ignore[arg-type]
+    controls.on_tool_review(ToolCallReviewed(call_id="c", decision="allow", **review))  # type: ignore[arg-type]
+    assert spy.calls == [("goal", "reach the pharmacy"), ("settle", "unsafe_next_action")]
+    assert policy.goal == "reach the pharmacy"
+
+
+def test_an_ivr_call_moves_the_goal_to_the_ivr_goal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent.call_controls import CallControls
+    from agent.replay.loader import load_paths
+    from tests.conftest import CALLS
+    from tests.unit.test_replay_calls import _replay, _replayer
+
+    goals: list[str] = []
+    original = CallControls.set_goal
+
+    def spy(self: CallControls, goal: str) -> None:
+        goals.append(goal)
+        original(self, goal)
+
+    monkeypatch.setattr(CallControls, "set_goal", spy)
+    call = load_paths([CALLS / "ivr-sales-support.call.yaml"])[0]
+    (r,) = _replay([call], _replayer(watchdog={"mode": "on"}))
+    assert r.result.ok
+    assert r.result.amd is not None and r.result.amd.stages == ["machine-ivr", "human"]
+    ivr_goal = call.agent.get("ivr_goal") or "reach a person"
+    changes = [g for i, g in enumerate(goals) if i == 0 or goals[i - 1] != g]
+    # the menu is judged against the IVR goal, the person behind it against the task
+    assert changes[-2:] == [ivr_goal, AgentConfig().task]
