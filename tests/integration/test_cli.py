@@ -176,6 +176,12 @@ def test_bad_speed_exits_2_naming_the_option(speed: str) -> None:
             "guardrails",
         ),
         ("guardrails:\n  setup: nosuch.module:setup\n", "guardrails.setup"),
+        ("tools:\n  - {function: not-a-path}\n", "tools.0.function"),
+        ("transfer:\n  targets: {billing: '555-1234'}\n", "transfer.targets"),
+        ("guardian:\n  pin: '12'\n", "guardian.pin"),
+        ("tool_gate:\n  mode: maybe\n", "tool_gate.mode"),
+        ("watchdog:\n  every: 0\n", "watchdog.every"),
+        ("caller_number: '12345'\n", "caller_number"),
     ],
     ids=[
         "unknown-top-key",
@@ -190,6 +196,12 @@ def test_bad_speed_exits_2_naming_the_option(speed: str) -> None:
         "guardrail-rule-syntax",
         "guardrail-enforcing-streamed",
         "guardrail-setup",
+        "tool-path",
+        "transfer-target",
+        "guardian-pin",
+        "tool-gate-mode",
+        "watchdog-every",
+        "caller-number",
     ],
 )
 def test_bad_config_key_exits_2_naming_file_and_key(tmp_path: Path, text: str, key: str) -> None:
@@ -241,6 +253,22 @@ def test_bad_response_guardrail_type_exits_2_naming_the_entry(tmp_path: Path) ->
     assert proc.returncode == 2, proc.stderr
     message = one_line(proc.stderr)
     assert "guardrails.response[0].type" in message and "no.such" in message
+
+
+def test_a_tool_that_cannot_be_imported_exits_2_naming_the_entry(tmp_path: Path) -> None:
+    config = write(tmp_path / "agent.yaml", "tools:\n  - function: 'no.such_module:fn'\n")
+    proc = run_cli("replay", CALLS / "outbound-busy.call.yaml", "--text-only", "--config", config)
+    assert proc.returncode == 2, proc.stderr
+    message = one_line(proc.stderr)
+    assert str(config) in message and "tools[0].function" in message and "no.such_module" in message
+
+
+def test_an_unknown_tool_gate_model_exits_2_naming_the_key(tmp_path: Path) -> None:
+    config = write(tmp_path / "agent.yaml", "tool_gate:\n  model: nosuch\n")
+    proc = run_cli("replay", CALLS / "outbound-busy.call.yaml", "--text-only", "--config", config)
+    assert proc.returncode == 2, proc.stderr
+    message = one_line(proc.stderr)
+    assert str(config) in message and "tool_gate.model" in message
 
 
 # -- decide ------------------------------------------------------------------
