@@ -316,7 +316,6 @@ def _instructions(
         return base
     rules = control_prompt(
         direction="chat" if channel == "chat" else direction,
-        task=config.task,
         transfer_targets=list(config.transfer.targets),
         guardian=guardian,
     )

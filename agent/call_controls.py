@@ -78,6 +78,11 @@ class CallControls:
         self.observe("caller", kept)
         return kept
 
+    def redact(self, text: str) -> str:
+        """``text`` without the guardian's PIN or passphrase (for transcripts on the bus)."""
+        verifier = self.trust.verifier
+        return verifier.redact(text) if verifier is not None and text else text
+
     def on_dtmf(self, digits: str) -> None:
         verifier = self.trust.verifier
         if verifier is not None and not self.trust.verified and verifier.check_dtmf(digits):

@@ -129,6 +129,8 @@ class ChatSession:
                 channel=self.channel,
                 caller_number=self.caller_number,
                 desk=self.desk,
+                # nothing of a text conversation needs a long goodbye: leave promptly
+                shutdown_grace=0.5,
             )
         )
         first = await self._wait_for(
@@ -138,6 +140,10 @@ class ChatSession:
 
     async def send(self, text: str) -> ChatReply:
         """Type one turn; returns once the reply to it has settled (or the call ended)."""
+        if self._task is not None and (
+            self._task.done() or any(m.kind == "call_ended" for m in self.messages)
+        ):
+            return ChatReply("", "aborted", None)  # the call is over: nobody is listening
         since = len(self.messages)
         await self._inputs.put(text)
         turn = await self._wait_for(

@@ -88,7 +88,7 @@ async def _chat(
 
         server = GuardianServer(desk, token=guardian_token)
         port = await server.start(port=guardian_port)
-        say(err, f"[guardian endpoint: http://127.0.0.1:{port}/guardian/questions]")
+        say(err, f"[guardian endpoint: http://127.0.0.1:{port}]")
 
     def on_desk(event: str, q: PendingQuestion) -> None:
         if event == "asked":

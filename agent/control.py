@@ -93,37 +93,35 @@ class WatchdogConfig(BaseModel):
 def control_prompt(
     *,
     direction: Direction | Literal["chat"],
-    task: str,
     transfer_targets: list[str],
     guardian: bool,
 ) -> str:
-    """The call-control rules for the system prompt, markers spelled exactly."""
+    """The call-control rules for the system prompt, markers spelled exactly.
+
+    The task is already in the agent's instructions ("Your task on this call"),
+    which is what "say why you are calling" refers to.
+    """
     if direction == "outbound":
         opening = (
-            f"If the latest user turn is {CALL_OPENING}, the call has just connected: "
-            "introduce yourself once, say why you are calling "
-            f"(your task: {task}), and ask a short check-in question."
+            "the call just connected: introduce yourself once, say why you are calling, "
+            "and ask a short check-in question."
         )
     else:
-        opening = (
-            f"If the latest user turn is {CALL_OPENING}, the caller has just connected: "
-            "greet them warmly and ask how you can help."
-        )
+        opening = "the caller just connected: greet them and ask how you can help."
+    # kept short: every request of the call carries these lines
     lines = [
-        "Call control. Markers are written exactly as shown, in square brackets; "
-        "they are never spoken.",
-        f"- {opening} Never repeat the introduction later.",
-        f"- To hang up, say a short goodbye and then write {END_CALL}.",
+        "Call control: write these markers exactly; they are never spoken.",
+        f"- The user turn {CALL_OPENING} means {opening}",
+        f"- To hang up, say goodbye, then write {END_CALL}.",
     ]
     if transfer_targets:
         names = ", ".join(transfer_targets)
         lines.append(
-            "- To transfer the caller, tell them you are transferring them, then write "
-            f"[TRANSFER:name] with one of these names: {names}."
+            f"- To transfer the caller, say so, then write [TRANSFER:name]; names: {names}."
         )
     if guardian:
         lines.append(
-            "- When only the account holder can answer or approve something, write "
-            "[ASK_GUARDIAN:your question]; the caller is put on hold until the answer comes."
+            "- If only the account holder can answer or approve, write "
+            "[ASK_GUARDIAN:your question]; the caller waits on hold."
         )
     return "\n".join(lines)

@@ -271,12 +271,13 @@ class SessionActor(Actor):
             if protected is not None and not protected.done() and not protected.interrupted:
                 self._record_pending()
         turn_id = f"turn_{(self.agent._turns if self.agent else 0) + 1}"
+        text = self.controls.redact(ev.transcript) if self.controls is not None else ev.transcript
         self._publish(
             UserTranscript(
                 call_id=self.call_id,
                 at=self._now(),
                 turn_id=turn_id,
-                text=ev.transcript,
+                text=text,
                 final=ev.is_final,
             )
         )

@@ -299,10 +299,16 @@ class ToolPolicy:
     def wrap(self, tool: DeclaredTool) -> FunctionTool[Any, Any]:
         """The livekit tool for this call: reviewed, then run (sync or async)."""
         func = tool.func
+        signature = inspect.signature(func)
 
         @functools.wraps(func)
         async def guarded(*args: Any, **kwargs: Any) -> Any:
-            call_args = {k: v for k, v in kwargs.items() if not isinstance(v, RunContext)}
+            # livekit passes the LLM's arguments positionally: bind them to their names
+            try:
+                bound = signature.bind_partial(*args, **kwargs).arguments
+            except TypeError:
+                bound = dict(kwargs)
+            call_args = {k: v for k, v in bound.items() if not isinstance(v, RunContext)}
             review = await self.review(tool, call_args)
             if review.decision != "allow":
                 return review.message

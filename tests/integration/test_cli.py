@@ -34,14 +34,24 @@ RESULT_KEYS = [
 ]
 
 
-def run_cli(*args: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``python -m agent ARGS`` from the project root, with plain 80-column output."""
+def cli_env() -> dict[str, str]:
+    """The environment for a CLI subprocess: plain 80-column output, no guardian settings."""
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     env.update(NO_COLOR="1", COLUMNS="80")
+    env.pop("CALLRT_GUARDIAN_TOKEN", None)
+    env.pop("CALLRT_GUARDIAN_URL", None)
+    return env
+
+
+def run_cli(
+    *args: str | Path, timeout: float = 60, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``python -m agent ARGS`` from the project root, ``stdin`` given and then closed."""
     return subprocess.run(
         [sys.executable, "-m", "agent", *map(str, args)],
         cwd=ROOT,
-        env=env,
+        env=cli_env(),
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
