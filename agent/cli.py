@@ -12,7 +12,7 @@ import logging
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -282,6 +282,94 @@ def guardian_answer(
     except GuardianClientError as exc:
         raise _fail(str(exc)) from None
     print(json.dumps(done, indent=2))
+
+
+def _livekit_settings() -> Any:
+    from .telephony.livekit_api import LiveKitConfigError, LiveKitSettings
+
+    try:
+        return LiveKitSettings.from_env()
+    except LiveKitConfigError as exc:
+        raise _fail(str(exc)) from None
+
+
+@app.command()
+def worker(
+    agent: Annotated[
+        Path | None, typer.Option("--agent", help="the agent config for inbound calls")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
+) -> None:
+    """Run a LiveKit agent worker (explicit dispatch by agent name; see docs/deploy-livekit.md)."""
+    from .logs import setup_logging
+    from .worker import WorkerState, build_server
+
+    setup_logging(verbose=verbose, json_logs=True)
+    settings = _livekit_settings()
+    try:
+        load_config(agent)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    server = build_server(WorkerState(settings, config_path=agent))
+    from livekit.agents import cli as lk_cli
+
+    # livekit's runner reads its own command from argv
+    sys.argv = [sys.argv[0], "start"]
+    lk_cli.run_app(server)
+
+
+@app.command()
+def dial(
+    number: Annotated[str, typer.Argument(help="the number to call, E.164 (+15551234567)")],
+    agent: Annotated[
+        Path | None, typer.Option("--agent", help="agent config YAML (a path the worker can read)")
+    ] = None,
+    caller_id: Annotated[
+        str | None, typer.Option("--caller-id", help="the number to show, E.164")
+    ] = None,
+) -> None:
+    """Place one outbound call: create a room and dispatch the worker to dial NUMBER."""
+    import asyncio
+    import uuid
+
+    from .phone import PhoneNumberError, parse_e164
+    from .telephony.livekit_api import DialJob, LiveKitTelephony
+
+    try:
+        callee = parse_e164(number)
+    except PhoneNumberError as exc:
+        raise _fail(f"NUMBER: {exc}") from None
+    try:
+        shown = parse_e164(caller_id) if caller_id else None
+    except PhoneNumberError as exc:
+        raise _fail(f"--caller-id: {exc}") from None
+    try:
+        load_config(agent)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    settings = _livekit_settings()
+    if not settings.sip_trunk_id:
+        raise _fail("LIVEKIT_SIP_OUTBOUND_TRUNK: expected the outbound SIP trunk id (ST_...)")
+    job = DialJob(
+        number=callee,
+        agent_config=str(agent.resolve()) if agent else "default",
+        caller_id=shown,
+    )
+
+    async def place() -> dict[str, str]:
+        telephony = LiveKitTelephony(settings)
+        try:
+            room = await telephony.create_room(f"call-{uuid.uuid4().hex[:12]}")
+            dispatch_id = await telephony.dispatch(room, job)
+            return {"room": room, "dispatch_id": dispatch_id}
+        finally:
+            await telephony.aclose()
+
+    try:
+        placed = asyncio.run(place())
+    except Exception as exc:  # the server refused or cannot be reached
+        raise _fail(f"{settings.url}: cannot place the call: {type(exc).__name__}: {exc}") from None
+    print(json.dumps(placed))
 
 
 @app.command("models")

@@ -207,6 +207,10 @@ class SessionActor(Actor):
             self.controls.interrupt = self._interrupt_for
             self.controls.start()
         s = self.session
+        attach = getattr(self.transport, "attach", None)
+        if attach is not None:
+            # a LiveKit room wires its participant's audio to the session (RoomIO)
+            await attach(s)
         s.input.audio = self.transport.audio_input
         s.output.audio = self.transport.audio_output
         s.on("user_state_changed", self._on_user_state)

@@ -281,6 +281,65 @@ def test_an_unknown_tool_gate_model_exits_2_naming_the_key(tmp_path: Path) -> No
     assert str(config) in message and "tool_gate.model" in message
 
 
+# -- LiveKit commands (no server needed for their input checks) -----------------
+
+LIVEKIT_ENV = ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "LIVEKIT_SIP_OUTBOUND_TRUNK")
+
+
+def run_livekit_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in cli_env().items() if k not in LIVEKIT_ENV}
+    return subprocess.run(
+        [sys.executable, "-m", "agent", *args],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["dial", "555-1234"], "NUMBER: expected an E.164 number"),
+        (["dial", "+15551234567", "--caller-id", "12"], "--caller-id: expected an E.164"),
+        (["dial", "+15551234567", "--agent", "missing.yaml"], "missing.yaml: file not found"),
+    ],
+)
+def test_dial_checks_its_input_before_any_request(args: list[str], needle: str) -> None:
+    proc = run_livekit_cli(*args, env={})
+    assert proc.returncode == 2, proc.stderr
+    assert needle in one_line(proc.stderr)
+
+
+def test_dial_and_worker_name_every_missing_livekit_variable() -> None:
+    for args in (["dial", "+15551234567"], ["worker"]):
+        proc = run_livekit_cli(*args, env={"LIVEKIT_URL": "ws://127.0.0.1:7880"})
+        assert proc.returncode == 2, proc.stderr
+        line = one_line(proc.stderr)
+        assert "LIVEKIT_API_KEY" in line and "LIVEKIT_API_SECRET" in line
+
+
+def test_dial_needs_an_outbound_trunk() -> None:
+    env = {"LIVEKIT_URL": "ws://127.0.0.1:7880", "LIVEKIT_API_KEY": "k", "LIVEKIT_API_SECRET": "s"}
+    proc = run_livekit_cli("dial", "+15551234567", env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert "LIVEKIT_SIP_OUTBOUND_TRUNK" in one_line(proc.stderr)
+
+
+def test_dial_to_a_server_that_is_not_there_exits_2_naming_it() -> None:
+    env = {
+        "LIVEKIT_URL": "http://127.0.0.1:9",
+        "LIVEKIT_API_KEY": "k",
+        "LIVEKIT_API_SECRET": "s",
+        "LIVEKIT_SIP_OUTBOUND_TRUNK": "ST_x",
+    }
+    proc = run_livekit_cli("dial", "+15551234567", env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert "http://127.0.0.1:9" in one_line(proc.stderr)
+
+
 # -- decide ------------------------------------------------------------------
 
 

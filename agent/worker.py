@@ -1,0 +1,158 @@
+"""``python -m agent worker``: a LiveKit agent worker that runs calls with explicit dispatch.
+
+The worker registers with the LiveKit server under an agent name
+(``CALLRT_AGENT_NAME``, default ``callrt``); jobs reach it only when dispatched
+to that name:
+
+- **inbound**: a SIP dispatch rule creates a room per call and dispatches the
+  agent; the caller's SIP participant is already in the room (the job has no
+  metadata, or metadata without a number);
+- **outbound**: ``python -m agent dial`` (or a campaign) creates a room and
+  dispatches the agent with a :class:`~agent.telephony.livekit_api.DialJob` as
+  metadata; the worker dials the number over the SIP trunk.
+
+Both run the same composition as a replay (:func:`agent.call.run_call`), with
+the room as the session's line (:class:`~agent.telephony.livekit_line.LiveKitLine`).
+Models are built once per job process and shared by the calls it runs; each
+job's room is deleted when its call ends. livekit runs jobs in separate
+processes, so a guardian question waits on its job process's desk; the worker
+does not serve the guardian endpoint yet, and such questions time out.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .call import ModelSet, run_call
+from .config import AgentConfig, load_config
+from .guardian import GuardianDesk
+from .runtime import Bus
+from .telephony.livekit_api import DialJob, LiveKitSettings, LiveKitTelephony
+
+logger = logging.getLogger("agent.worker")
+
+__all__ = ["WorkerState", "build_server", "config_for_job", "caller_of", "job_of"]
+
+SIP_PHONE_NUMBER = "sip.phoneNumber"
+
+
+def config_for_job(job: DialJob | None, default: Path | None) -> AgentConfig:
+    """The agent config a job names (a file path), else the worker's default."""
+    if job is not None and job.agent_config not in ("", "default"):
+        return load_config(job.agent_config)
+    return load_config(default)
+
+
+def job_of(metadata: str) -> DialJob | None:
+    """The outbound dial job in a dispatch's metadata; None (inbound) when it has no number."""
+    import json
+
+    text = metadata.strip()
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or "number" not in data:
+        return None  # a dispatch rule's own metadata: an inbound call
+    return DialJob.from_metadata(text)
+
+
+def caller_of(attributes: dict[str, str]) -> str | None:
+    """The caller's number from an inbound SIP participant's attributes (None if absent)."""
+    number = attributes.get(SIP_PHONE_NUMBER, "").strip()
+    return number or None
+
+
+class WorkerState:
+    """What a worker process shares across its calls: settings, models, the guardian desk."""
+
+    def __init__(self, settings: LiveKitSettings, *, config_path: Path | None) -> None:
+        self.settings = settings
+        self.config_path = config_path
+        self.desk = GuardianDesk()
+        self._models: ModelSet | None = None
+
+    def models(self, config: AgentConfig) -> ModelSet:
+        if self._models is None:
+            from .guarding import GuardrailFactory
+            from .models.registry import build_llm, build_stt, build_tts, build_vad
+
+            m = config.models
+            main_llm = build_llm(m.llm, base_url=m.llm_base_url)
+            self._models = ModelSet(
+                stt=build_stt(m.stt),
+                llm=main_llm,
+                tts=build_tts(m.tts, sample_rate=m.tts_sample_rate),
+                vad=build_vad(m.vad, min_silence_duration=config.turn.vad_min_silence),
+                turn_detection="vad",
+                speech_end_offset=config.turn.vad_min_silence,
+                guardrails=GuardrailFactory(session_llm=main_llm, base_url=m.llm_base_url),
+            )
+        return self._models
+
+    async def run_job(self, ctx: Any) -> None:
+        """One dispatched job: one call, inbound or outbound, in the job's room."""
+        from livekit import rtc
+
+        from .call import new_call_id
+        from .telephony.livekit_line import LiveKitLine
+
+        job = job_of(ctx.job.metadata or "")
+        config = config_for_job(job, self.config_path)
+        await ctx.connect()
+        telephony = LiveKitTelephony(self.settings)
+        call_id = new_call_id()
+        try:
+            if job is None:
+                participant = await ctx.wait_for_participant(
+                    kind=rtc.ParticipantKind.PARTICIPANT_KIND_SIP
+                )
+                identity, caller = participant.identity, caller_of(dict(participant.attributes))
+                direction = "inbound"
+            else:
+                identity = f"callee-{job.contact_id or uuid.uuid4().hex[:8]}"
+                caller, direction = None, "outbound"
+            line = LiveKitLine(
+                room=ctx.room, telephony=telephony, job=job, participant_identity=identity
+            )
+            outcome = await run_call(
+                call_id=call_id,
+                bus=Bus(call_id),
+                direction=direction,  # type: ignore[arg-type]
+                line=line,
+                config=config,
+                models=self.models(config),
+                max_seconds=config.max_call_seconds + 30.0,
+                caller_number=caller,
+                desk=self.desk,
+            )
+            logger.info(
+                "call ended",
+                extra={
+                    "call_id": call_id,
+                    "disposition": outcome.disposition,
+                    "direction": direction,
+                },
+            )
+            await line.aclose()
+        finally:
+            await telephony.hang_up(ctx.room.name)
+            await telephony.aclose()
+
+
+def build_server(state: WorkerState) -> Any:
+    """A livekit ``AgentServer`` whose one RTC session is :meth:`WorkerState.run_job`."""
+    from livekit.agents import AgentServer
+
+    server = AgentServer(
+        ws_url=state.settings.url,
+        api_key=state.settings.api_key,
+        api_secret=state.settings.api_secret,
+    )
+    server.rtc_session(state.run_job, agent_name=state.settings.agent_name)
+    return server
