@@ -209,3 +209,52 @@ def test_the_worker_registers_one_session_under_its_agent_name() -> None:
     server = build_server(state)
     assert server._agent_name == "front-desk"  # livekit keeps it private; no public getter
     assert server._entrypoint_fnc == state.run_job
+
+
+@pytest.mark.parametrize(
+    ("sip_status", "disposition"),
+    [(486, "busy"), (480, "no-answer"), (603, "rejected"), (404, "failed")],
+)
+async def test_an_unanswered_outbound_call_ends_with_its_disposition(
+    sip_status: int, disposition: str
+) -> None:
+    """run_call over a LiveKit line, the dial going to a fake LiveKit server."""
+    from livekit.api import LiveKitAPI
+
+    from agent.call import run_call
+    from agent.config import AgentConfig
+    from agent.runtime import Bus
+    from agent.telephony.livekit_api import LiveKitSettings, LiveKitTelephony
+    from tests.fakes.twirp_server import FakeLiveKit
+    from tests.unit.test_replay_calls import _replayer
+
+    async with FakeLiveKit() as lk:
+        lk.fail_next("CreateSIPParticipant", sip_status=sip_status, msg="no")
+        api = LiveKitAPI(lk.url, lk.api_key, lk.api_secret)
+        settings = LiveKitSettings(
+            url=lk.url, api_key=lk.api_key, api_secret=lk.api_secret, sip_trunk_id="ST_out"
+        )
+        telephony = LiveKitTelephony(settings, api=api)
+        line = LiveKitLine(
+            room=FakeRoom(),  # type: ignore[arg-type]
+            telephony=telephony,
+            job=DialJob(number="+15551234567"),
+            participant_identity="callee-1",
+        )
+        bus = Bus("call_lk")
+        seen: list[Any] = []
+        bus.subscribe(("call_not_answered", "call_ended"), seen.append)
+        outcome = await run_call(
+            call_id="call_lk",
+            bus=bus,
+            direction="outbound",
+            line=line,
+            config=AgentConfig(),
+            models=_replayer().models(),
+        )
+        await telephony.aclose()
+        await api.aclose()
+        (dialled,) = lk.messages("CreateSIPParticipant")
+    assert outcome.disposition == disposition
+    assert dialled.sip_call_to == "+15551234567" and dialled.wait_until_answered
+    assert [m.kind for m in seen] == ["call_not_answered", "call_ended"]
