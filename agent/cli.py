@@ -302,13 +302,19 @@ def worker(
 ) -> None:
     """Run a LiveKit agent worker (explicit dispatch by agent name; see docs/deploy-livekit.md)."""
     from .logs import setup_logging
-    from .worker import WorkerState, build_server
+    from .worker import WorkerState, build_server, guardian_port, serve_guardian
 
     setup_logging(verbose=verbose, json_logs=True)
     settings = _livekit_settings()
     try:
         load_config(agent)
     except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        port = guardian_port()
+        if port is not None:
+            err.print(f"[guardian endpoint: {serve_guardian(port)}]", highlight=False)
+    except (ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     server = build_server(WorkerState(settings, config_path=agent))
     from livekit.agents import cli as lk_cli

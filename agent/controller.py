@@ -330,4 +330,8 @@ class CallControllerActor(Actor):
         if self._asks:
             await asyncio.gather(*self._asks, return_exceptions=True)
         if self.desk is not None:
-            self.desk.cancel_call(self.call_id)
+            remote = getattr(self.desk, "acancel_call", None)
+            if remote is not None:
+                await remote(self.call_id)
+            else:
+                self.desk.cancel_call(self.call_id)

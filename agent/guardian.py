@@ -332,6 +332,11 @@ class GuardianVerifier:
 # -- the pending-question desk -----------------------------------------------------------
 
 
+def new_question_id() -> str:
+    """A fresh question id: ``q_`` and 12 hex digits."""
+    return "q_" + secrets.token_hex(6)
+
+
 class UnknownQuestion(LookupError):
     """No question with that id (never asked, or long closed and forgotten)."""
 
@@ -380,18 +385,32 @@ class GuardianDesk:
         self._max_closed = max_closed
         self._subscribers: list[Callable[[DeskEvent, PendingQuestion], None]] = []
 
-    def ask(self, call_id: str, question: str) -> PendingQuestion:
+    def ask(
+        self, call_id: str, question: str, *, question_id: str | None = None
+    ) -> PendingQuestion:
         """Open a question for the guardian.
 
+        Args:
+            call_id: the call asking.
+            question: the question.
+            question_id: the id to use (a remote desk names its questions itself).
+
         Raises:
-            ValueError: the question is empty.
+            ValueError: the question is empty, or the id is malformed or taken.
         """
         question = question.strip()
         if not question:
             raise ValueError("a guardian question cannot be empty")
-        qid = "q_" + secrets.token_hex(6)
-        while qid in self._questions:
-            qid = "q_" + secrets.token_hex(6)
+        if question_id is not None:
+            if not re.fullmatch(r"q_[0-9a-f]{12}", question_id):
+                raise ValueError("'id' must look like q_ and 12 hex digits")
+            if question_id in self._questions:
+                raise ValueError(f"guardian question {question_id!r} already exists")
+            qid = question_id
+        else:
+            qid = new_question_id()
+            while qid in self._questions:
+                qid = new_question_id()
         q = PendingQuestion(id=qid, call_id=call_id, question=question, asked_at=time.time())
         self._questions[qid] = q
         logger.info("guardian question asked", extra={"call_id": call_id, "question_id": qid})
@@ -475,6 +494,13 @@ class GuardianDesk:
 
         loop.call_soon_threadsafe(answer)
         return result.result(timeout)
+
+    def expire(self, question_id: str) -> PendingQuestion:
+        """Close a pending question as ``timed_out`` (its asker stopped waiting)."""
+        q = self._require(question_id)
+        if q.status == "pending":
+            self._close(q, "timed_out")
+        return q
 
     def pending(self) -> list[PendingQuestion]:
         """The open questions, oldest first."""

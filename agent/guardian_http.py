@@ -14,6 +14,7 @@ exposing it anywhere else.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -57,6 +58,16 @@ def _detail(q: PendingQuestion) -> dict[str, Any]:
 
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
+
+
+MAX_WAIT = 55.0
+
+
+async def _json_body(request: web.Request) -> Any:
+    try:
+        return await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
 
 
 def guardian_app(desk: GuardianDesk, *, token: str | None = None) -> web.Application:
@@ -114,7 +125,57 @@ def guardian_app(desk: GuardianDesk, *, token: str | None = None) -> web.Applica
             return _error(409, str(e))
         return web.json_response(_detail(q))
 
+    # -- for remote desks (a worker's job processes ask through these) ------------
+
+    async def post_question(request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        if not isinstance(body, dict):
+            return _error(400, 'request body must be JSON like {"call_id": ..., "question": ...}')
+        call_id, question, qid = body.get("call_id"), body.get("question"), body.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            return _error(400, "'call_id' must be a non-empty string in the JSON body")
+        if not isinstance(question, str) or not question.strip():
+            return _error(400, "'question' must be a non-empty string in the JSON body")
+        if qid is not None and not isinstance(qid, str):
+            return _error(400, "'id' must be a string")
+        try:
+            q = desk.ask(call_id, question, question_id=qid)
+        except ValueError as e:
+            return _error(409 if "exists" in str(e) else 400, str(e))
+        return web.json_response(_detail(q), status=201)
+
+    async def post_wait(request: web.Request) -> web.Response:
+        qid = request.match_info["id"]
+        body = await _json_body(request)
+        seconds = body.get("timeout", 25) if isinstance(body, dict) else None
+        if not isinstance(seconds, int | float) or not 0 <= seconds <= MAX_WAIT:
+            return _error(400, f"'timeout' must be a number of seconds from 0 to {MAX_WAIT}")
+        if desk.get(qid) is None:
+            return _error(404, str(UnknownQuestion(qid)))
+        try:
+            # a long poll: the question stays pending when the poll times out
+            await asyncio.wait_for(desk.wait(qid, None), seconds)
+        except TimeoutError:
+            pass
+        q = desk.get(qid)
+        return web.json_response(_detail(q)) if q else _error(404, str(UnknownQuestion(qid)))
+
+    async def post_expire(request: web.Request) -> web.Response:
+        qid = request.match_info["id"]
+        try:
+            return web.json_response(_detail(desk.expire(qid)))
+        except UnknownQuestion as e:
+            return _error(404, str(e))
+
+    async def post_cancel_call(request: web.Request) -> web.Response:
+        cancelled = desk.cancel_call(request.match_info["call_id"])
+        return web.json_response({"cancelled": [q.id for q in cancelled]})
+
     app = web.Application(middlewares=[auth], client_max_size=_MAX_BODY)
+    app.router.add_post("/guardian/questions", post_question)
+    app.router.add_post("/guardian/questions/{id}/wait", post_wait)
+    app.router.add_post("/guardian/questions/{id}/expire", post_expire)
+    app.router.add_post("/guardian/calls/{call_id}/cancel", post_cancel_call)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/guardian/questions", list_pending)
     app.router.add_get("/guardian/questions/{id}", get_question)

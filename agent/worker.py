@@ -14,14 +14,18 @@ to that name:
 Both run the same composition as a replay (:func:`agent.call.run_call`), with
 the room as the session's line (:class:`~agent.telephony.livekit_line.LiveKitLine`).
 Models are built once per job process and shared by the calls it runs; each
-job's room is deleted when its call ends. livekit runs jobs in separate
-processes, so a guardian question waits on its job process's desk; the worker
-does not serve the guardian endpoint yet, and such questions time out.
+job's room is deleted when its call ends. With ``CALLRT_GUARDIAN_PORT`` set the
+worker's main process serves the guardian endpoint (one desk for every call):
+livekit runs each job in its own process, and those ask through the endpoint
+(:class:`~agent.guardian_remote.RemoteGuardianDesk`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -29,14 +33,25 @@ from typing import Any
 from .call import ModelSet, run_call
 from .config import AgentConfig, load_config
 from .guardian import GuardianDesk
+from .guardian_remote import RemoteGuardianDesk
 from .runtime import Bus
 from .telephony.livekit_api import DialJob, LiveKitSettings, LiveKitTelephony
 
 logger = logging.getLogger("agent.worker")
 
-__all__ = ["WorkerState", "build_server", "config_for_job", "caller_of", "job_of"]
+__all__ = [
+    "WorkerState",
+    "build_server",
+    "config_for_job",
+    "caller_of",
+    "job_of",
+    "guardian_port",
+    "serve_guardian",
+]
 
 SIP_PHONE_NUMBER = "sip.phoneNumber"
+#: where the job processes find the worker's guardian endpoint (set by the worker)
+DESK_URL_ENV = "CALLRT_GUARDIAN_DESK_URL"
 
 
 def config_for_job(job: DialJob | None, default: Path | None) -> AgentConfig:
@@ -74,8 +89,17 @@ class WorkerState:
     def __init__(self, settings: LiveKitSettings, *, config_path: Path | None) -> None:
         self.settings = settings
         self.config_path = config_path
-        self.desk = GuardianDesk()
+        self._desk: Any = None
         self._models: ModelSet | None = None
+
+    @property
+    def desk(self) -> Any:
+        """This process's guardian desk: the worker's endpoint when it serves one."""
+        if self._desk is None:
+            url = os.environ.get(DESK_URL_ENV, "").strip()
+            token = os.environ.get("CALLRT_GUARDIAN_TOKEN") or None
+            self._desk = RemoteGuardianDesk(url, token=token) if url else GuardianDesk()
+        return self._desk
 
     def models(self, config: AgentConfig) -> ModelSet:
         if self._models is None:
@@ -156,3 +180,45 @@ def build_server(state: WorkerState) -> Any:
     )
     server.rtc_session(state.run_job, agent_name=state.settings.agent_name)
     return server
+
+
+def guardian_port(env: dict[str, str] | None = None) -> int | None:
+    """``CALLRT_GUARDIAN_PORT`` as a port (None when unset); a bad value raises ValueError."""
+    raw = (env if env is not None else os.environ).get("CALLRT_GUARDIAN_PORT", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 0 <= int(raw) <= 65535:
+        raise ValueError(f"CALLRT_GUARDIAN_PORT: expected a port from 0 to 65535, got {raw!r}")
+    return int(raw)
+
+
+def serve_guardian(port: int, *, host: str = "0.0.0.0") -> str:
+    """Serve one guardian desk on ``port`` from a daemon thread; returns its local URL.
+
+    The URL is also put in the environment (``CALLRT_GUARDIAN_DESK_URL``) so the
+    job processes livekit starts afterwards ask through it.
+    """
+    from .guardian_http import GuardianServer
+
+    started = threading.Event()
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        loop = asyncio.new_event_loop()
+        server = GuardianServer(GuardianDesk(), token=os.environ.get("CALLRT_GUARDIAN_TOKEN"))
+        try:
+            bound = loop.run_until_complete(server.start(host=host, port=port))
+            result["url"] = f"http://127.0.0.1:{bound}"
+        except Exception as exc:  # reported to the caller below
+            result["error"] = exc
+        started.set()
+        if "url" in result:
+            loop.run_forever()
+
+    threading.Thread(target=run, name="guardian-endpoint", daemon=True).start()
+    started.wait(10.0)
+    if "url" not in result:
+        raise OSError(f"CALLRT_GUARDIAN_PORT: cannot serve on port {port}: {result.get('error')}")
+    os.environ[DESK_URL_ENV] = result["url"]
+    logger.info("guardian endpoint listening", extra={"port": port})
+    return str(result["url"])
