@@ -43,7 +43,7 @@ def text_models(config: AgentConfig) -> ModelSet:
     from .models.registry import build_llm, build_tts
 
     m = config.models
-    main_llm = build_llm(m.llm, base_url=m.llm_base_url)
+    main_llm = build_llm(m.llm, base_url=m.llm_base_url, **m.llm_options)
     return ModelSet(
         stt=TranscriptFeedSTT(),
         llm=main_llm,

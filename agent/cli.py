@@ -171,7 +171,9 @@ def decide(
         session_llm = None
         if model == "llm":
             cfg = load_config(config)
-            session_llm = build_llm(cfg.models.llm, base_url=cfg.models.llm_base_url)
+            session_llm = build_llm(
+                cfg.models.llm, base_url=cfg.models.llm_base_url, **cfg.models.llm_options
+            )
         built = build_decision_model(model, session_llm=session_llm, pack_dirs=pack_dirs)
     except (DecideError, PackError, ConfigError) as exc:
         raise _fail(str(exc)) from None

@@ -49,6 +49,11 @@ class ModelsConfig(BaseModel):
     vad: str = "silero"
     text_only_tts: str = "local/estimate"
     llm_base_url: str | None = None
+    #: Options for the LLM: for ``local/...`` fields of ``LlamaOptions`` (``max_tokens``,
+    #: ``temperature``); for ``openai/...`` ``openai.LLM`` arguments, e.g.
+    #: ``max_completion_tokens``, or ``extra_body: {max_tokens: 120}`` for servers
+    #: (like llama.cpp's) that only honour ``max_tokens``.
+    llm_options: dict[str, Any] = Field(default_factory=dict)
     tts_sample_rate: int = Field(default=16000, ge=8000, le=48000)
 
 

@@ -107,7 +107,7 @@ class WorkerState:
             from .models.registry import build_llm, build_stt, build_tts, build_vad
 
             m = config.models
-            main_llm = build_llm(m.llm, base_url=m.llm_base_url)
+            main_llm = build_llm(m.llm, base_url=m.llm_base_url, **m.llm_options)
             self._models = ModelSet(
                 stt=build_stt(m.stt),
                 llm=main_llm,

@@ -153,6 +153,8 @@ def _summary(results: list[ReplayedCall]) -> Table:
 
 def _model_key(message: str, config: AgentConfig) -> str:
     """Which ``models.*`` key a model error is about (the one whose string it names)."""
+    if "option" in message and config.models.llm_options:
+        return "models.llm_options"
     for key, value in config.models.model_dump().items():
         if isinstance(value, str) and value and value in message:
             return f"models.{key}"

@@ -101,7 +101,7 @@ class Replayer:
 
     def _build_models(self) -> ModelSet:
         m = self.config.models
-        main_llm = build_llm(m.llm, base_url=m.llm_base_url)
+        main_llm = build_llm(m.llm, base_url=m.llm_base_url, **m.llm_options)
         classifier = build_amd_classifier(
             self.config.amd.classifier, session_llm=main_llm, base_url=m.llm_base_url
         )

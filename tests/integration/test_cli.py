@@ -246,6 +246,14 @@ def test_unknown_model_in_config_exits_2_naming_file_and_key(tmp_path: Path) -> 
     assert str(config) in message and "models.llm" in message
 
 
+def test_unknown_llm_option_exits_2_naming_the_key(tmp_path: Path) -> None:
+    config = write(tmp_path / "agent.yaml", "models:\n  llm_options: {max_tokenz: 5}\n")
+    proc = run_cli("replay", CALLS / "outbound-busy.call.yaml", "--text-only", "--config", config)
+    assert proc.returncode == 2, proc.stderr
+    message = one_line(proc.stderr)
+    assert str(config) in message and "models.llm_options" in message and "max_tokenz" in message
+
+
 def test_unknown_decision_model_exits_2_naming_the_key(tmp_path: Path) -> None:
     config = write(tmp_path / "agent.yaml", "guardrails:\n  model: nosuch\n  checks: []\n")
     proc = run_cli("replay", CALLS / "outbound-busy.call.yaml", "--text-only", "--config", config)

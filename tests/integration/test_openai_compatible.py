@@ -195,7 +195,10 @@ def test_recorded_call_replays_through_the_server(
 def test_cli_replays_through_the_server(server: LlamaServer, tmp_path: Path) -> None:
     config = tmp_path / "agent.yaml"
     config.write_text(
-        f"models:\n  llm: {MODEL}\n  llm_base_url: {server.base_url}\n", encoding="utf-8"
+        f"models:\n  llm: {MODEL}\n  llm_base_url: {server.base_url}\n"
+        # llama.cpp's server honours max_tokens only: the config passes it through
+        "  llm_options: {extra_body: {max_tokens: 40}}\n",
+        encoding="utf-8",
     )
     before = server.chat_requests()
 
