@@ -232,6 +232,9 @@ async def run_call(
                     tools=[
                         controls.policy.wrap(t) for t in load_tools(config.tools, source="tools")
                     ],
+                    warm_transfer_targets=(
+                        dict(config.transfer.targets) if config.transfer.mode == "warm" else {}
+                    ),
                 ),
                 gate=gate,
                 controls=controls,
@@ -318,6 +321,7 @@ def _instructions(
         direction="chat" if channel == "chat" else direction,
         transfer_targets=list(config.transfer.targets),
         guardian=guardian,
+        warm_transfer=config.transfer.mode == "warm",
     )
     return f"{base}\n\n{rules}"
 

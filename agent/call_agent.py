@@ -95,8 +95,10 @@ class CallAgent(Agent):
         controls: Any | None = None,
         no_reply: Callable[[str], None] | None = None,
         live: Callable[[], bool] | None = None,
+        warm_transfer: Callable[[str, llm.ChatContext], Awaitable[str]] | None = None,
     ) -> None:
         super().__init__(instructions=instructions, tools=tools or [])
+        self._warm_transfer = warm_transfer
         self._controls = controls
         self._no_reply = no_reply or (lambda turn_id: None)
         self._live = live or (lambda: True)
@@ -112,9 +114,17 @@ class CallAgent(Agent):
         # the call-control tools, found on the class while the agent is not running;
         # send_dtmf is offered only in IVR replies
         self._control_tools = {
-            name: t for t in self._tools if (name := _tool_name(t)) in ("end_call", "send_dtmf")
+            name: t
+            for t in self._tools
+            if (name := _tool_name(t)) in ("end_call", "send_dtmf", "transfer_call")
         }
-        self._tools = [t for t in self._tools if _tool_name(t) != "send_dtmf"]
+        # send_dtmf is offered only in IVR replies; transfer_call only for warm transfers
+        offered = {"end_call", "transfer_call"} if warm_transfer else {"end_call"}
+        self._tools = [
+            t
+            for t in self._tools
+            if _tool_name(t) not in self._control_tools or _tool_name(t) in offered
+        ]
         self._gate = gate or ReplyGate()
         self._send_dtmf = send_dtmf
         self._hooks = hooks
@@ -151,9 +161,22 @@ class CallAgent(Agent):
         await self._send_dtmf(keys)
         return f"Pressed {keys}."
 
+    @function_tool
+    async def transfer_call(self, target: str) -> str:
+        """Transfer the caller to a person: they are briefed first, then connected.
+
+        Args:
+            target: One of the transfer names from your instructions, for example "billing".
+        """
+        if self._warm_transfer is None:
+            return "Transfers are not available on this call."
+        return await self._warm_transfer(target, self.chat_ctx.copy())
+
     def call_tools(self, *, end_call: bool, send_dtmf: bool) -> list[Any]:
         """The tool list with the call-control tools switched on or off."""
         wanted = {"end_call"} if end_call else set()
+        if end_call and self._warm_transfer is not None:
+            wanted.add("transfer_call")
         if send_dtmf:
             wanted.add("send_dtmf")
         own = [t for name, t in self._control_tools.items() if name in wanted]

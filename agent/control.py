@@ -50,8 +50,10 @@ class TransferConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     targets: dict[str, str] = Field(default_factory=dict)
-    #: Said before the line is handed over (after the agent's own sentence).
-    announce: str = ""
+    #: ``cold``: [TRANSFER:name] hands the call over. ``warm`` (LiveKit lines): the
+    #: agent calls the ``transfer_call`` tool, which dials the target, briefs the
+    #: person who answers, then connects the caller (livekit's WarmTransferTask).
+    mode: Literal["cold", "warm"] = "cold"
 
     @field_validator("targets")
     @classmethod
@@ -95,6 +97,7 @@ def control_prompt(
     direction: Direction | Literal["chat"],
     transfer_targets: list[str],
     guardian: bool,
+    warm_transfer: bool = False,
 ) -> str:
     """The call-control rules for the system prompt, markers spelled exactly.
 

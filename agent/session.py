@@ -101,6 +101,8 @@ class SessionOptions:
     max_endpointing_delay: float = 3.0
     min_interruption_duration: float = 0.5
     tools: list[Any] = field(default_factory=list)
+    #: warm-transfer targets (name -> destination), when the line can do warm transfers
+    warm_transfer_targets: dict[str, str] = field(default_factory=dict)
 
 
 class SessionActor(Actor):
@@ -202,6 +204,7 @@ class SessionActor(Actor):
             controls=self.controls,
             no_reply=self._turn_without_reply,
             live=lambda: self.runs.live(version),
+            warm_transfer=self._warm_transfer if self._can_warm_transfer() else None,
         )
         if self.controls is not None:
             self.controls.interrupt = self._interrupt_for
@@ -470,6 +473,28 @@ class SessionActor(Actor):
             return False
         handle = self._handles.get(run)
         return handle is None or handle.interrupted
+
+    def _can_warm_transfer(self) -> bool:
+        return bool(self.options.warm_transfer_targets) and hasattr(
+            self.transport, "warm_transfer_task"
+        )
+
+    async def _warm_transfer(self, target: str, chat_ctx: llm.ChatContext) -> str:
+        """The ``transfer_call`` tool: brief a person at ``target``, then connect the caller."""
+        targets = self.options.warm_transfer_targets
+        name = target.strip().lower()
+        if name not in targets:
+            return f"There is no transfer target {target!r}; use one of: {', '.join(targets)}."
+        task = self.transport.warm_transfer_task(targets[name], chat_ctx)  # type: ignore[attr-defined]
+        try:
+            await task
+        except Exception as exc:
+            logger.warning(
+                "warm transfer failed", extra={"call_id": self.call_id, "error": type(exc).__name__}
+            )
+            return "The transfer did not go through. Apologise and keep helping the caller."
+        self._publish(CallTransferred(call_id=self.call_id, at=self._now(), target=name))
+        return "The caller is connected to the person; the call is handed over."
 
     @contextlib.contextmanager
     def _command(self) -> Iterator[None]:

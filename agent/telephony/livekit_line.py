@@ -185,6 +185,18 @@ class LiveKitLine:
         self.ended_by = "transfer"
         self._gone.set()
 
+    def warm_transfer_task(self, destination: str, chat_ctx: Any) -> Any:
+        """livekit's WarmTransferTask to ``destination`` (awaited inside the transfer tool)."""
+        from livekit.agents.beta.workflows.warm_transfer import WarmTransferTask
+
+        settings = self.telephony.settings
+        return WarmTransferTask(
+            sip_call_to=destination.removeprefix("tel:"),
+            sip_trunk_id=settings.sip_trunk_id or None,
+            ringing_timeout=settings.ringing_timeout,
+            chat_ctx=chat_ctx,
+        )
+
     async def hang_up(self) -> None:
         if self.ended_by is None:
             self.ended_by = "agent"
