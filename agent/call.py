@@ -23,9 +23,10 @@ from guardrails.config import install_checks
 from guardrails.decision import DecisionGuardrail
 
 from .call_controls import CallControls
+from .call_fsm import ControllerFSM, ControllerPolicy
 from .config import AgentConfig
 from .control import control_prompt
-from .controller import CallControllerActor, ControllerFSM, ControllerPolicy
+from .controller import CallControllerActor
 from .guardian import GuardianDesk, GuardianVerifier
 from .guarding import GuardrailFactory, GuardrailHooks
 from .messages import (
@@ -198,11 +199,15 @@ async def run_call(
             if policy.amd and hasattr(line, "add_audio_tap"):
                 line.add_audio_tap(amd.audio_tap)
             gate = ReplyGate(open=not policy.amd)
+            factory = models.guardrails or GuardrailFactory(session_llm=models.llm)
+            # a warm transfer needs a line that can run one (a LiveKit room)
+            warm = config.transfer.mode == "warm" and hasattr(line, "warm_transfer_task")
             controls = _controls(
                 call_id,
                 bus,
                 config,
                 models,
+                factory,
                 channel=channel,
                 caller_number=caller_number or config.caller_number or None,
                 desk=desk,
@@ -223,7 +228,7 @@ async def run_call(
                 llm_model=models.llm,
                 tts_model=models.tts,
                 vad_model=models.vad,
-                instructions=_instructions(config, direction, channel, policy.guardian),
+                instructions=_instructions(config, direction, channel, policy.guardian, warm),
                 options=SessionOptions(
                     turn_detection=models.turn_detection,
                     min_endpointing_delay=config.turn.min_endpointing_delay,
@@ -232,14 +237,12 @@ async def run_call(
                     tools=[
                         controls.policy.wrap(t) for t in load_tools(config.tools, source="tools")
                     ],
-                    warm_transfer_targets=(
-                        dict(config.transfer.targets) if config.transfer.mode == "warm" else {}
-                    ),
+                    warm_transfer_targets=dict(config.transfer.targets) if warm else {},
                 ),
                 gate=gate,
                 controls=controls,
             )
-            guardrail = _guardrail_actor(call_id, bus, session, config, models)
+            guardrail = _guardrail_actor(call_id, bus, session, config, factory)
             session.hooks = GuardrailHooks(guardrail, call_id)
             controller = CallControllerActor(
                 call_id=call_id,
@@ -289,11 +292,10 @@ async def run_call(
 
 
 def _guardrail_actor(
-    call_id: str, bus: Bus, session: SessionActor, config: AgentConfig, models: ModelSet
+    call_id: str, bus: Bus, session: SessionActor, config: AgentConfig, factory: GuardrailFactory
 ) -> GuardrailActor:
     """The call's guardrail: its DecisionGuardrail (held by the session) and response checks."""
     gcfg = config.guardrails
-    factory = models.guardrails or GuardrailFactory(session_llm=models.llm)
     decision: DecisionGuardrail | None = None
     if gcfg.checks or gcfg.setup:
         decision = DecisionGuardrail(
@@ -311,7 +313,7 @@ def _guardrail_actor(
 
 
 def _instructions(
-    config: AgentConfig, direction: Direction, channel: Channel, guardian: bool
+    config: AgentConfig, direction: Direction, channel: Channel, guardian: bool, warm: bool
 ) -> str:
     """The system prompt: the agent's instructions, then the call-control rules."""
     base = config.full_instructions()
@@ -321,7 +323,7 @@ def _instructions(
         direction="chat" if channel == "chat" else direction,
         transfer_targets=list(config.transfer.targets),
         guardian=guardian,
-        warm_transfer=config.transfer.mode == "warm",
+        warm_transfer=warm,
     )
     return f"{base}\n\n{rules}"
 
@@ -331,6 +333,7 @@ def _controls(
     bus: Bus,
     config: AgentConfig,
     models: ModelSet,
+    factory: GuardrailFactory,
     *,
     channel: Channel,
     caller_number: str | None,
@@ -340,7 +343,6 @@ def _controls(
     from guardrails.toolgate import ToolGate
     from guardrails.watchdog import Watchdog
 
-    factory = models.guardrails or GuardrailFactory(session_llm=models.llm)
     verifier = GuardianVerifier(config.guardian, caller_number) if config.guardian.enabled else None
     trust = CallTrust(channel=channel, caller_number=caller_number, verifier=verifier)
     gate = None

@@ -55,7 +55,7 @@ from .messages import (
     UserTranscript,
     UserTurnCompleted,
 )
-from .runs import RunResult, RunTracker
+from .runs import RunRecord, RunResult, RunTracker
 from .runtime import Actor, Bus
 
 logger = logging.getLogger("agent.session")
@@ -101,7 +101,7 @@ class SessionOptions:
     max_endpointing_delay: float = 3.0
     min_interruption_duration: float = 0.5
     tools: list[Any] = field(default_factory=list)
-    #: warm-transfer targets (name -> destination), when the line can do warm transfers
+    #: warm-transfer targets (name -> destination); given only when the line can do them
     warm_transfer_targets: dict[str, str] = field(default_factory=dict)
 
 
@@ -204,7 +204,7 @@ class SessionActor(Actor):
             controls=self.controls,
             no_reply=self._turn_without_reply,
             live=lambda: self.runs.live(version),
-            warm_transfer=self._warm_transfer if self._can_warm_transfer() else None,
+            warm_transfer=self._warm_transfer if o.warm_transfer_targets else None,
         )
         if self.controls is not None:
             self.controls.interrupt = self._interrupt_for
@@ -324,18 +324,21 @@ class SessionActor(Actor):
     def _on_speech_done(self, handle: SpeechHandle, created_at: float) -> None:
         self._handles.pop(handle.id, None)
         rec = self.runs.record(handle.id)
+        text = _text_of(handle)
         try:
-            self._speech_done(handle, created_at)
+            self._speech_done(handle, rec, text, created_at)
         finally:
-            # the run's future settles whatever happened above
+            # the run's future settles whatever happened above (once: settle is idempotent)
             failed = self.agent is not None and handle.id in self.agent.failed_runs
+            if self.agent is not None:
+                self.agent.failed_runs.discard(handle.id)
             outcome = "failed" if failed else "interrupted" if handle.interrupted else "completed"
             if rec is not None and not rec.done.done():
-                self._publish_settled(self.runs.settle(handle.id, outcome, _text_of(handle)))  # type: ignore[arg-type]
+                self._publish_settled(self.runs.settle(handle.id, outcome, text))  # type: ignore[arg-type]
 
-    def _speech_done(self, handle: SpeechHandle, created_at: float) -> None:
-        rec = self.runs.record(handle.id)
-        text = _text_of(handle)
+    def _speech_done(
+        self, handle: SpeechHandle, rec: RunRecord | None, text: str, created_at: float
+    ) -> None:
         interrupted = handle.interrupted
         msg = AgentTurnCompleted(
             call_id=self.call_id,
@@ -473,11 +476,6 @@ class SessionActor(Actor):
             return False
         handle = self._handles.get(run)
         return handle is None or handle.interrupted
-
-    def _can_warm_transfer(self) -> bool:
-        return bool(self.options.warm_transfer_targets) and hasattr(
-            self.transport, "warm_transfer_task"
-        )
 
     async def _warm_transfer(self, target: str, chat_ctx: llm.ChatContext) -> str:
         """The ``transfer_call`` tool: brief a person at ``target``, then connect the caller."""

@@ -111,3 +111,29 @@ def test_cold_mode_offers_no_transfer_tool(tmp_path: Path) -> None:
     outcome, messages, dialled = _run(tmp_path, "cold", object(), "Can I talk to a person?")
     assert dialled == [] and outcome.disposition == "completed"
     assert not [m for m in messages if getattr(m, "kind", "") == "call_transferred"]
+
+
+def test_warm_mode_on_a_line_that_cannot_keeps_the_marker_rule() -> None:
+    """The prompt names only what the call can do: no transfer_call tool on a plain line."""
+    from tests.fakes.models import ScriptedLLM
+
+    llm = ScriptedLLM(["Hello, this is Sam."])
+    config = AgentConfig(transfer={"targets": {"billing": "+15550100200"}, "mode": "warm"})
+
+    async def main() -> None:
+        chat = ChatSession(
+            config,
+            ModelSet(
+                stt=TranscriptFeedSTT(),
+                llm=llm,
+                tts=EstimateTTS(sample_rate=16000),
+                vad=None,
+                turn_detection="stt",
+            ),
+        )
+        await chat.start()
+        await chat.close()
+
+    clock.run(main())
+    system = llm.requests[0].messages()[0].text_content or ""
+    assert "[TRANSFER:name]" in system and "transfer_call" not in system
