@@ -59,6 +59,7 @@ class CallControls:
         self.interrupt: Interrupt = lambda run_id, reason: None
         policy.observe = self.observe
         self._latest_run: str | None = None
+        policy.run_id = lambda: self._latest_run
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -109,7 +110,6 @@ class CallControls:
 
     def on_request(self, run_id: str) -> list[str]:
         """An LLM request starts for ``run_id``: reminders due now (the watchdog's)."""
-        self.policy.run_id = lambda: run_id
         self._latest_run = run_id
         wd = self.watchdog
         if wd is None:

@@ -21,7 +21,7 @@ from .call import CallOutcome, ModelSet, new_call_id, run_call
 from .config import AgentConfig
 from .guardian import GuardianDesk
 from .messages import Channel
-from .runtime import Bus
+from .runtime import ALL, Bus
 from .telephony.chat import ChatLine
 from .telephony.sim_io import TranscriptFeedSTT
 
@@ -93,7 +93,7 @@ class ChatSession:
         self._waiters: list[tuple[Callable[[Any], bool], asyncio.Future[Any]]] = []
         self._task: asyncio.Task[CallOutcome] | None = None
         self._on_event = on_event
-        self.bus.subscribe(_ALL_KINDS, self._seen)
+        self.bus.subscribe(ALL, self._seen)
 
     def _seen(self, msg: Any) -> None:
         self.messages.append(msg)
@@ -188,17 +188,3 @@ class ChatSession:
     async def __aexit__(self, *exc: object) -> None:
         if self._task is not None:
             await self.close()
-
-
-def _all_kinds() -> tuple[str, ...]:
-    import typing
-
-    from .messages import Message
-
-    union = typing.get_args(Message)[0]
-    return tuple(
-        typing.get_args(cls.model_fields["kind"].annotation)[0] for cls in typing.get_args(union)
-    )
-
-
-_ALL_KINDS = _all_kinds()
