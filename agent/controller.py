@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from .call_fsm import (
-    MACHINE_STATES,
     AskGuardian,
     CancelTimer,
     Command,
@@ -51,26 +50,7 @@ from .runtime import Actor, Bus
 
 logger = logging.getLogger("agent.controller")
 
-__all__ = [
-    "CallControllerActor",
-    "ControllerPolicy",
-    "ControllerFSM",
-    "Command",
-    "Greet",
-    "StartTimer",
-    "CancelTimer",
-    "HangUpLine",
-    "EndCall",
-    "Speak",
-    "PressKeys",
-    "Interrupt",
-    "Gate",
-    "Tools",
-    "MessageLeft",
-    "TransferLine",
-    "AskGuardian",
-    "MACHINE_STATES",
-]
+__all__ = ["CallControllerActor"]
 
 
 class CallControllerActor(Actor):

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent.controller import (
+from agent.call_fsm import (
     CancelTimer,
     Command,
     ControllerFSM,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.controller import (
+from agent.call_fsm import (
     CancelTimer,
     ControllerFSM,
     ControllerPolicy,
