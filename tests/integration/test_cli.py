@@ -44,13 +44,13 @@ def cli_env() -> dict[str, str]:
 
 
 def run_cli(
-    *args: str | Path, timeout: float = 60, stdin: str = ""
+    *args: str | Path, timeout: float = 60, stdin: str = "", env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``python -m agent ARGS`` from the project root, ``stdin`` given and then closed."""
     return subprocess.run(
         [sys.executable, "-m", "agent", *map(str, args)],
         cwd=ROOT,
-        env=cli_env(),
+        env=env if env is not None else cli_env(),
         input=stdin,
         capture_output=True,
         text=True,
@@ -295,16 +295,9 @@ LIVEKIT_ENV = ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "LIVEKIT_
 
 
 def run_livekit_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The CLI with exactly the LiveKit variables in ``env`` (none from the machine)."""
     base = {k: v for k, v in cli_env().items() if k not in LIVEKIT_ENV}
-    return subprocess.run(
-        [sys.executable, "-m", "agent", *args],
-        cwd=ROOT,
-        env={**base, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(*args, env={**base, **env})
 
 
 @pytest.mark.parametrize(
