@@ -8,6 +8,7 @@ Every error a user can cause names the file, the key and what was expected.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,30 @@ class AgentConfig(BaseSettings):
             .replace("{task}", self.task)
         )
 
+    def with_variables(self, variables: dict[str, str]) -> AgentConfig:
+        """A copy with a contact's variables filled into its texts.
+
+        ``{name}`` in ``instructions``, ``task``, ``opening_instructions``,
+        ``call_reason``, ``screening_reply`` and ``voicemail_message`` is replaced
+        by the variable ``name``; placeholders with no such variable are left for
+        the runtime (``{caller_name}``, ``{task}``).
+        """
+        if not variables:
+            return self
+
+        def fill(text: str) -> str:
+            return _PLACEHOLDER.sub(lambda m: variables.get(m.group(1), m.group(0)), text)
+
+        fields = (
+            "instructions",
+            "task",
+            "opening_instructions",
+            "call_reason",
+            "screening_reply",
+            "voicemail_message",
+        )
+        return self.model_copy(update={f: fill(getattr(self, f)) for f in fields})
+
     def with_overrides(self, overrides: dict[str, Any], *, source: str) -> AgentConfig:
         """A copy with a recorded call's ``agent:`` overrides applied (deep merge)."""
         if not overrides:
@@ -170,6 +195,9 @@ class AgentConfig(BaseSettings):
         data = _deep_merge(self.model_dump(), overrides)
         # model_validate skips the settings sources: the environment must not undo a call's override
         return _validate(data, source=source, prefix="agent.", settings=False)
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
