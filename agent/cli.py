@@ -18,8 +18,6 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .config import DEFAULT_CONFIG, ConfigError, load_config
-
 app = typer.Typer(
     name="callrt",
     help="Telephony voice-agent runtime: replay recorded calls, run the demo.",
@@ -67,6 +65,7 @@ def replay(
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
     """Replay recorded calls through the runtime and check their expectations."""
+    from .config import DEFAULT_CONFIG, ConfigError, load_config
     from .logs import setup_logging
     from .replay.loader import RecordedCallError, load_paths
 
@@ -99,8 +98,12 @@ def demo(
         Path | None, typer.Option("--calls", help="folder of demo calls (default configs/demo)")
     ] = None,
     config: Annotated[Path | None, typer.Option(help="agent config YAML")] = None,
+    campaign: Annotated[
+        bool, typer.Option(help="also run the demo campaign and write its report")
+    ] = True,
 ) -> None:
-    """Replay the demo calls through the full local stack with audio; write JSONL and WAVs."""
+    """Replay the demo calls with audio, then run a small demo campaign; write results."""
+    from .config import DEFAULT_CONFIG, ConfigError, load_config
     from .logs import setup_logging
     from .replay.cli_run import run_replay
     from .replay.loader import RecordedCallError, load_paths
@@ -125,6 +128,13 @@ def demo(
         config_source=str(config or DEFAULT_CONFIG),
     )
     Console().print(f"\nresults: {run_dir / 'results.jsonl'}\nrecordings: {run_dir}/*.wav")
+    if campaign:
+        from .campaigns.demo import run_demo_campaign
+
+        Console().print("\n[bold]demo campaign[/bold] (simulated calls, simulated time)")
+        campaign_code, html = run_demo_campaign(run_dir, err)
+        code = code or campaign_code
+        Console().print(f"\ncampaign report: {html}\ncampaign store: {run_dir / 'campaigns.db'}")
     raise typer.Exit(code)
 
 
@@ -153,6 +163,7 @@ def decide(
     """Evaluate decisions on each line of stdin; print one JSON object per line."""
     from guardrails.rules import PackError, load_packs
 
+    from .config import ConfigError, load_config
     from .decide_cli import DecideError, main, parse_decisions
     from .models.registry import (
         ModelConfigError,
@@ -204,6 +215,7 @@ def chat(
     import os
 
     from .chat_cli import run_chat
+    from .config import DEFAULT_CONFIG, ConfigError, load_config
     from .logs import setup_logging
     from .models.registry import ModelConfigError, UnknownModelError
     from .phone import PhoneNumberError, parse_e164
@@ -303,6 +315,7 @@ def worker(
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
     """Run a LiveKit agent worker (explicit dispatch by agent name; see docs/deploy-livekit.md)."""
+    from .config import ConfigError, load_config
     from .logs import setup_logging
     from .worker import WorkerState, build_server, guardian_port, serve_guardian
 
@@ -340,6 +353,7 @@ def dial(
     import asyncio
     import uuid
 
+    from .config import ConfigError, load_config
     from .phone import PhoneNumberError, parse_e164
     from .telephony.livekit_api import DialJob, LiveKitTelephony
 
@@ -378,6 +392,15 @@ def dial(
     except Exception as exc:  # the server refused or cannot be reached
         raise _fail(f"{settings.url}: cannot place the call: {type(exc).__name__}: {exc}") from None
     print(json.dumps(placed))
+
+
+def _campaign_app() -> typer.Typer:
+    from .campaigns.cli import campaign_app
+
+    return campaign_app
+
+
+app.add_typer(_campaign_app(), name="campaign")
 
 
 @app.command("models")

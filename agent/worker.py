@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from .call import ModelSet, run_call
+from .campaigns.dispatch import record_campaign_call
 from .config import AgentConfig, load_config
 from .guardian import GuardianDesk
 from .guardian_remote import RemoteGuardianDesk
+from .replay.observer import CallObserver
 from .runtime import Bus
 from .telephony.livekit_api import DialJob, LiveKitSettings, LiveKitTelephony
 
@@ -57,8 +59,12 @@ DESK_URL_ENV = "CALLRT_GUARDIAN_DESK_URL"
 def config_for_job(job: DialJob | None, default: Path | None) -> AgentConfig:
     """The agent config a job names (a file path), else the worker's default."""
     if job is not None and job.agent_config not in ("", "default"):
-        return load_config(job.agent_config)
-    return load_config(default)
+        config = load_config(job.agent_config)
+    else:
+        config = load_config(default)
+    if job is not None and job.variables:
+        config = config.with_variables(job.variables)
+    return config
 
 
 def job_of(metadata: str) -> DialJob | None:
@@ -144,9 +150,12 @@ class WorkerState:
             line = LiveKitLine(
                 room=ctx.room, telephony=telephony, job=job, participant_identity=identity
             )
+            bus = Bus(call_id)
+            observer = CallObserver()
+            observer.attach(bus)
             outcome = await run_call(
                 call_id=call_id,
-                bus=Bus(call_id),
+                bus=bus,
                 direction=direction,  # type: ignore[arg-type]
                 line=line,
                 config=config,
@@ -164,6 +173,8 @@ class WorkerState:
                 },
             )
             await line.aclose()
+            if job is not None and job.attempt_id:
+                await record_campaign_call(job.attempt_id, call_id, observer.result(call_id))
         finally:
             await telephony.hang_up(ctx.room.name)
             await telephony.aclose()

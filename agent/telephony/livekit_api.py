@@ -204,6 +204,10 @@ class DialJob:
     campaign_id: str | None = None
     contact_id: str | None = None
     caller_id: str | None = field(default=None, repr=False)
+    #: the campaign attempt this dial is (the worker records the call's outcome under it)
+    attempt_id: str | None = None
+    #: the contact's variables, filled into the agent's texts
+    variables: dict[str, str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "number", _e164(self.number, "number"))
@@ -243,6 +247,12 @@ class DialJob:
             raise ValueError(f"{where}: missing key 'number' (the E.164 number to dial)")
         for key, value in data.items():
             optional = key not in ("number", "agent_config")
+            if key == "variables" and value is not None:
+                if not isinstance(value, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+                ):
+                    raise ValueError(f"{where}: 'variables': expected an object of strings")
+                continue
             if not isinstance(value, str) and not (optional and value is None):
                 raise ValueError(f"{where}: {key!r}: expected a string, got {type(value).__name__}")
         try:

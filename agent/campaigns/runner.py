@@ -1,0 +1,133 @@
+"""``campaign start``: set up the dispatcher and the clock, run the dialer, show progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..runtime import clock
+from .dialer import CampaignClock, Dialer, default_dialer_id
+from .store import CampaignStore
+
+__all__ = ["StartOptions", "run_start", "build_dispatcher"]
+
+
+@dataclass
+class StartOptions:
+    """What ``campaign start`` was asked to do (validated by the CLI)."""
+
+    name: str
+    db: str
+    #: "suites" | "folder" | "instant" | "livekit"
+    mode: str = "suites"
+    folder: Path | None = None
+    suites: list[Path] = field(default_factory=list)
+    text_only: bool = True
+    seed: int = 0
+    simulated_time: bool = True
+    sim_seconds: float = 0.0
+    out: Path = Path("runs/campaigns")
+    dial_log: Path | None = None
+    dialer_id: str | None = None
+
+
+def _recorded_calls(options: StartOptions) -> list[Any]:
+    from ..replay.loader import RecordedCallError, load_paths
+
+    folders = [options.folder] if options.folder else [p for p in options.suites if p.is_dir()]
+    if not folders:
+        raise ValueError("--simulate: no recorded calls found (pass --simulate DIR)")
+    try:
+        calls = load_paths(folders)
+    except RecordedCallError as exc:
+        raise ValueError(str(exc)) from None
+    if not calls:
+        raise ValueError(f"--simulate: {folders[0]}: no *.call.yaml files")
+    return calls
+
+
+def build_dispatcher(options: StartOptions, spec: Any, store: CampaignStore) -> Any:
+    """The dispatcher for ``options.mode``; bad input raises ValueError (one line)."""
+    from ..config import ConfigError, load_config
+    from ..models.registry import ModelConfigError, UnknownModelError
+    from .dispatch import InstantDispatcher, LiveKitDispatcher, SimulatorDispatcher
+
+    if options.mode == "instant":
+        return InstantDispatcher(seed=options.seed, seconds=options.sim_seconds)
+    if options.mode == "livekit":
+        from ..telephony.livekit_api import LiveKitSettings, LiveKitTelephony
+
+        settings = LiveKitSettings.from_env()
+        if not settings.sip_trunk_id:
+            raise ValueError(
+                "LIVEKIT_SIP_OUTBOUND_TRUNK: expected the outbound SIP trunk id (ST_...)"
+            )
+        timeout = (spec.max_call_seconds or 300.0) + 120.0
+        return LiveKitDispatcher(
+            LiveKitTelephony(settings),
+            store,
+            agent_config=spec.agent or "default",
+            timeout=timeout,
+        )
+    calls = _recorded_calls(options)
+    try:
+        config = load_config(spec.agent)
+    except ConfigError as exc:
+        raise ValueError(f"campaign agent: {exc}") from None
+    if spec.max_call_seconds:
+        config = config.model_copy(update={"max_call_seconds": spec.max_call_seconds})
+    dispatcher = SimulatorDispatcher(
+        calls, config, seed=options.seed, text_only=options.text_only, out_dir=options.out
+    )
+    try:
+        dispatcher._base.models()  # load the models now: a bad one is bad input
+    except (UnknownModelError, ModelConfigError) as exc:
+        raise ValueError(f"{spec.agent or 'default agent config'}: models: {exc}") from None
+    return dispatcher
+
+
+def run_start(options: StartOptions, *, console: Console) -> int:
+    """Run the campaign's dialer in this process; returns the exit status."""
+    from .cli import install_signal_stop
+    from .definition import CampaignSpec
+    from .progress import LiveProgress, summary_table
+
+    async def main() -> int:
+        store = await CampaignStore.open(options.db)
+        dispatcher = None
+        try:
+            row = await store.campaign(options.name)
+            if row.status in ("done", "cancelled"):
+                console.print(f"campaign {options.name} is {row.status}; nothing to dial")
+                return 0
+            spec = CampaignSpec.from_json(row.spec)
+            dispatcher = build_dispatcher(options, spec, store)
+            start = await store.summary(options.name)
+            progress = LiveProgress(start, console)
+            dialer = Dialer(
+                store,
+                row,
+                spec,
+                dispatcher,
+                CampaignClock(simulated=options.simulated_time),
+                dialer_id=options.dialer_id or default_dialer_id(),
+                dial_log=options.dial_log,
+                on_event=progress.update,
+            )
+            install_signal_stop(dialer.stop)
+            with progress:
+                status = await dialer.run()
+            final = await store.summary(options.name)
+            Console().print(summary_table(final))
+            if status not in ("done", "cancelled"):
+                console.print(f"stopped; `campaign start {options.name}` resumes it")
+            return 0
+        finally:
+            if dispatcher is not None:
+                await dispatcher.aclose()
+            await store.aclose()
+
+    return clock.run(main(), virtual=options.simulated_time)
