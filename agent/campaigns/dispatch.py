@@ -181,6 +181,17 @@ class SimulatorDispatcher:
             transcript = str(path)
             if record_dir is not None and (record_dir / f"{call.name}.wav").exists():
                 recording = str(record_dir / f"{call.name}.wav")
+            from ..replay.timeline import CallPage, render_call_page
+
+            page = CallPage(
+                result,
+                replayed.messages,
+                played=replayed.played,
+                latencies=replayed.latencies_from_audio_end,
+                amd_delay=replayed.amd_delay,
+                recording=Path(recording) if recording else None,
+            )
+            path.with_suffix(".html").write_text(render_call_page(page), encoding="utf-8")
         call_id = next((getattr(m, "call_id", None) for m in replayed.messages), None)
         return CallRecord(
             disposition=result.disposition,

@@ -452,9 +452,18 @@ def _href(path: str, out_dir: Path) -> str:
 
 
 def _links(attempt: AttemptRecord, out_dir: Path) -> str:
+    # a simulated call's timeline page sits next to its transcript
+    page = None
+    if attempt.transcript_path:
+        sibling = Path(attempt.transcript_path).with_suffix(".html")
+        page = str(sibling) if sibling.exists() else None
     links = [
         f'<a href="{_href(path, out_dir)}">{kind}</a>'
-        for kind, path in (("transcript", attempt.transcript_path), ("rec", attempt.recording_path))
+        for kind, path in (
+            ("timeline", page),
+            ("transcript", attempt.transcript_path),
+            ("rec", attempt.recording_path),
+        )
         if path
     ]
     return " ".join(links)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -34,13 +35,18 @@ def run_replay(
     json_out: bool,
     jsonl_path: Path | None = None,
     config_source: str = "config",
+    report_dir: Path | None = None,
 ) -> int:
     """Replay ``calls``; returns the exit status (0 all ok, 1 any failed, 2 bad input)."""
     # when piped, rich assumes 80 columns and truncates call names: give the table room
     stream = sys.stderr if json_out else sys.stdout
     console = Console(stderr=json_out, width=None if stream.isatty() else 120)
     errors = Console(stderr=True, soft_wrap=True)
+    if report_dir is not None and record_dir is None and not text_only:
+        # the pages play and draw each call's recording
+        record_dir = report_dir / "recordings"
     options = ReplayOptions(text_only=text_only, record_dir=record_dir)
+    pages: list[tuple[Path, Any]] = []
     replayer = Replayer(config, options)
     # check every call's `agent:` overrides before anything runs: bad input exits 2
     guarded: list[tuple[str, AgentConfig]] = [(config_source, config)]
@@ -104,6 +110,8 @@ def run_replay(
 
             def on_result(call: RecordedCall, replayed: ReplayedCall) -> None:
                 results.append(replayed)
+                if report_dir is not None:
+                    pages.append(_write_page(report_dir, call, replayed, record_dir))
                 line = replayed.result.to_json_line()
                 if json_out:
                     print(line, flush=True)
@@ -124,7 +132,28 @@ def run_replay(
             jsonl.close()
     if not json_out:
         console.print(_summary(results))
+    if report_dir is not None:
+        from .timeline import write_suite_index
+
+        index = write_suite_index(report_dir, pages)
+        errors.print(f"report: {index}", highlight=False, markup=False)
     return 0 if all(r.result.ok for r in results) else 1
+
+
+def _write_page(
+    report_dir: Path, call: RecordedCall, replayed: ReplayedCall, record_dir: Path | None
+) -> tuple[Path, Any]:
+    from .timeline import CallPage, write_call_page
+
+    page = CallPage(
+        replayed.result,
+        replayed.messages,
+        played=replayed.played,
+        latencies=replayed.latencies_from_audio_end,
+        amd_delay=replayed.amd_delay,
+        recording=record_dir / f"{call.name}.wav" if record_dir is not None else None,
+    )
+    return write_call_page(report_dir, call.name, page), page
 
 
 def _summary(results: list[ReplayedCall]) -> Table:

@@ -1,0 +1,107 @@
+"""Per-call timeline pages and the suite index, checked in headless Chromium.
+
+Replays go through the CLI (``replay --report DIR``) with the default local
+models; each page must load with no console error, no uncaught exception and
+no failed load, and show one span per turn the replay reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.browser import chromium, file_url, open_page
+from tests.integration.test_cli import ROOT, run_cli
+
+pytestmark = pytest.mark.integration
+
+AMD = ROOT / "tests" / "calls" / "amd"
+TEXT_CALLS = [
+    AMD / "human-hello-plain.call.yaml",
+    AMD / "ivr-billing-press-2.call.yaml",
+    AMD / "vm-chris-beep-1000.call.yaml",
+]
+AUDIO_CALL = ROOT / "configs" / "demo" / "demo-voicemail-beep.call.yaml"
+
+COUNTS = {
+    "span_turns": "document.querySelectorAll('svg g.turn').length",
+    "table_turns": "document.querySelectorAll('tr.turn-row').length",
+    "svgs": "document.querySelectorAll('svg').length",
+    "external": "Array.from(document.querySelectorAll('[src],[href]'))"
+    ".map(e => e.getAttribute('src') || e.getAttribute('href'))"
+    ".filter(u => /^(https?:)?\\/\\//.test(u)).length",
+}
+
+
+def _replay(tmp_path: Path, *args: str) -> tuple[Path, dict[str, dict[str, object]]]:
+    report = tmp_path / "report"
+    done = run_cli("replay", *args, "--json", "--report", str(report), timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    results = {}
+    for line in done.stdout.splitlines():
+        data = json.loads(line)
+        results[data["name"]] = data
+    return report, results
+
+
+@pytest.mark.timeout(600)
+def test_text_replay_pages_render_without_errors_and_show_every_turn(tmp_path: Path) -> None:
+    chromium()
+    report, results = _replay(tmp_path, *map(str, TEXT_CALLS), "--text-only")
+    assert len(results) == len(TEXT_CALLS)
+    for name, result in results.items():
+        page = report / "calls" / f"{name}.html"
+        seen = asyncio.run(open_page(file_url(page), COUNTS))
+        assert seen.errors == [], (name, seen.errors)
+        turns = len(result["turns"])  # type: ignore[arg-type]
+        assert turns > 0
+        assert seen.values["span_turns"] == turns, name
+        assert seen.values["table_turns"] == turns, name
+        assert seen.values["svgs"] == 1
+        assert seen.values["external"] == 0
+    index = asyncio.run(
+        open_page(
+            file_url(report / "index.html"),
+            {
+                "links": "Array.from(document.querySelectorAll('a')).map(a => a.href)",
+                "rows": "document.querySelectorAll('tr.call').length",
+            },
+        )
+    )
+    assert index.errors == []
+    assert index.values["rows"] == len(TEXT_CALLS)
+    linked = {Path(re.sub("^file://", "", u)).name for u in index.values["links"]}
+    assert linked == {f"{name}.html" for name in results}
+
+
+@pytest.mark.timeout(600)
+def test_an_audio_replay_page_draws_both_channels_and_plays_the_recording(
+    tmp_path: Path,
+) -> None:
+    chromium()
+    report, results = _replay(tmp_path, str(AUDIO_CALL))
+    ((name, result),) = results.items()
+    page = report / "calls" / f"{name}.html"
+    seen = asyncio.run(
+        open_page(
+            file_url(page),
+            {
+                **COUNTS,
+                "waves": "document.querySelectorAll('path.wave').length",
+                "audio_seconds": "new Promise(r => { const a = document.querySelector('audio');"
+                " if (a.readyState >= 1) r(a.duration);"
+                " else a.addEventListener('loadedmetadata', () => r(a.duration)); })",
+            },
+        )
+    )
+    assert seen.errors == []
+    assert seen.values["waves"] == 2
+    assert seen.values["span_turns"] == len(result["turns"])  # type: ignore[arg-type]
+    assert seen.values["external"] == 0
+    # the embedded recording is the call: as long as the replay says the call was
+    duration = float(result["duration"])  # type: ignore[arg-type]
+    assert abs(seen.values["audio_seconds"] - duration) < 1.0
