@@ -17,7 +17,8 @@ Models are built once per job process and shared by the calls it runs; each
 job's room is deleted when its call ends. With ``CALLRT_GUARDIAN_PORT`` set the
 worker's main process serves the guardian endpoint (one desk for every call):
 livekit runs each job in its own process, and those ask through the endpoint
-(:class:`~agent.guardian_remote.RemoteGuardianDesk`).
+(:class:`~agent.guardian_remote.RemoteGuardianDesk`). With ``CALLRT_METRICS_PORT``
+set it serves Prometheus metrics of every job's call (:mod:`agent.metrics`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .campaigns.dispatch import record_campaign_call
 from .config import AgentConfig, load_config
 from .guardian import GuardianDesk
 from .guardian_remote import RemoteGuardianDesk
+from .metrics import get_metrics, metrics_port, serve_metrics, track_call
 from .replay.observer import CallObserver
 from .runtime import Bus
 from .telephony.livekit_api import DialJob, LiveKitSettings, LiveKitTelephony
@@ -49,6 +51,7 @@ __all__ = [
     "job_of",
     "guardian_port",
     "serve_guardian",
+    "serve_metrics_from_env",
 ]
 
 SIP_PHONE_NUMBER = "sip.phoneNumber"
@@ -153,17 +156,18 @@ class WorkerState:
             bus = Bus(call_id)
             observer = CallObserver()
             observer.attach(bus)
-            outcome = await run_call(
-                call_id=call_id,
-                bus=bus,
-                direction=direction,  # type: ignore[arg-type]
-                line=line,
-                config=config,
-                models=self.models(config),
-                max_seconds=config.max_call_seconds + 30.0,
-                caller_number=caller,
-                desk=self.desk,
-            )
+            with track_call(bus, get_metrics()):
+                outcome = await run_call(
+                    call_id=call_id,
+                    bus=bus,
+                    direction=direction,  # type: ignore[arg-type]
+                    line=line,
+                    config=config,
+                    models=self.models(config),
+                    max_seconds=config.max_call_seconds + 30.0,
+                    caller_number=caller,
+                    desk=self.desk,
+                )
             logger.info(
                 "call ended",
                 extra={
@@ -173,11 +177,27 @@ class WorkerState:
                 },
             )
             await line.aclose()
+            result = observer.result(call_id)
+            write_call_page_from_env(call_id, result, observer.messages)
             if job is not None and job.attempt_id:
-                await record_campaign_call(job.attempt_id, call_id, observer.result(call_id))
+                await record_campaign_call(job.attempt_id, call_id, result)
         finally:
             await telephony.hang_up(ctx.room.name)
             await telephony.aclose()
+
+
+def write_call_page_from_env(call_id: str, result: Any, messages: list[object]) -> Path | None:
+    """With ``CALLRT_CALL_PAGES``, write the call's timeline page there (never raises)."""
+    folder = os.environ.get("CALLRT_CALL_PAGES", "").strip()
+    if not folder:
+        return None
+    from .replay.timeline import CallPage, write_call_page
+
+    try:
+        return write_call_page(Path(folder), call_id, CallPage(result, messages))
+    except OSError as exc:
+        logger.error("cannot write the call page", extra={"call_id": call_id, "error": str(exc)})
+        return None
 
 
 def build_server(state: WorkerState) -> Any:
@@ -233,3 +253,13 @@ def serve_guardian(port: int, *, host: str = "0.0.0.0") -> str:
     os.environ[DESK_URL_ENV] = result["url"]
     logger.info("guardian endpoint listening", extra={"port": port})
     return str(result["url"])
+
+
+def serve_metrics_from_env() -> str | None:
+    """Serve Prometheus metrics on ``CALLRT_METRICS_PORT`` (None when unset); returns the URL.
+
+    Call it before livekit starts job processes (see :mod:`agent.metrics`). A bad
+    value raises ValueError, a port that cannot be bound OSError.
+    """
+    port = metrics_port()
+    return None if port is None else serve_metrics(port)
