@@ -29,6 +29,7 @@ from .control import control_prompt
 from .controller import CallControllerActor
 from .guardian import GuardianDesk, GuardianVerifier
 from .guarding import GuardrailFactory, GuardrailHooks
+from .logs import call_logging, current_call
 from .messages import (
     ActorCrashed,
     CallAnswered,
@@ -85,6 +86,7 @@ class CallOutcome:
     ended_at: float
 
 
+@call_logging
 async def run_call(
     *,
     call_id: str,
@@ -116,6 +118,12 @@ async def run_call(
         desk: where guardian questions go (None: nobody can be asked).
     """
     loop = asyncio.get_running_loop()
+    # every log line of the call carries its call_id (@call_logging) and current turn
+    log_ctx = current_call()
+    if log_ctx is not None:
+        bus.subscribe(
+            ("user_transcript", "user_turn_completed"), lambda m: log_ctx.set_turn(m.turn_id)
+        )
     policy = ControllerPolicy(
         direction=direction,
         greet_after_silence=config.greet_after_silence,
