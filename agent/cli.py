@@ -62,6 +62,10 @@ def replay(
     record_dir: Annotated[
         Path | None, typer.Option("--record-dir", help="write one stereo WAV per call here")
     ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", help="write one HTML timeline page per call and an index here"),
+    ] = None,
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
     """Replay recorded calls through the runtime and check their expectations."""
@@ -87,6 +91,7 @@ def replay(
         record_dir=record_dir,
         json_out=json_out,
         config_source=str(config or DEFAULT_CONFIG),
+        report_dir=report,
     )
     raise typer.Exit(code)
 
@@ -329,6 +334,14 @@ def worker(
         port = guardian_port()
         if port is not None:
             err.print(f"[guardian endpoint: {serve_guardian(port)}]", highlight=False)
+    except (ValueError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    from .worker import serve_metrics_from_env
+
+    try:
+        metrics_url = serve_metrics_from_env()
+        if metrics_url is not None:
+            err.print(f"[metrics endpoint: {metrics_url}]", highlight=False)
     except (ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     server = build_server(WorkerState(settings, config_path=agent))
