@@ -183,14 +183,7 @@ class SimulatorDispatcher:
                 recording = str(record_dir / f"{call.name}.wav")
             from ..replay.timeline import CallPage, render_call_page
 
-            page = CallPage(
-                result,
-                replayed.messages,
-                played=replayed.played,
-                latencies=replayed.latencies_from_audio_end,
-                amd_delay=replayed.amd_delay,
-                recording=Path(recording) if recording else None,
-            )
+            page = CallPage.of(replayed, Path(recording) if recording else None)
             path.with_suffix(".html").write_text(render_call_page(page), encoding="utf-8")
         call_id = next((getattr(m, "call_id", None) for m in replayed.messages), None)
         return CallRecord(
@@ -292,7 +285,7 @@ async def record_campaign_call(
     import os
     from datetime import UTC, datetime
 
-    from .store import DB_ENV, StoreError
+    from .store import DB_ENV
 
     url = db_url or os.environ.get(DB_ENV, "").strip()
     if not url or not attempt_id.isdigit():
@@ -314,7 +307,7 @@ async def record_campaign_call(
             await store.record_call(int(attempt_id), record, now=datetime.now(UTC))
         finally:
             await store.aclose()
-    except (StoreError, Exception) as exc:  # the call is over: report, never raise
+    except Exception as exc:  # the call is over: report, never raise
         logger.error(
             "campaign call not recorded",
             extra={"call_id": call_id, "error": f"{type(exc).__name__}: {exc}"[:300]},

@@ -145,14 +145,8 @@ def _write_page(
 ) -> tuple[Path, Any]:
     from .timeline import CallPage, write_call_page
 
-    page = CallPage(
-        replayed.result,
-        replayed.messages,
-        played=replayed.played,
-        latencies=replayed.latencies_from_audio_end,
-        amd_delay=replayed.amd_delay,
-        recording=record_dir / f"{call.name}.wav" if record_dir is not None else None,
-    )
+    recording = record_dir / f"{call.name}.wav" if record_dir is not None else None
+    page = CallPage.of(replayed, recording)
     return write_call_page(report_dir, call.name, page), page
 
 

@@ -8,6 +8,7 @@ the first agent audio of the reply.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ from ..messages import (
 from ..runtime import ALL, Bus
 from .results import AmdResult, CallResult, GuardrailEvaluation, Turn, collapse_stages
 
-__all__ = ["CallObserver"]
+__all__ = ["answered_lines", "CallObserver"]
 
 
 @dataclass
@@ -205,3 +206,23 @@ class CallObserver:
                 "reason": reason,
             }
         )
+
+
+def answered_lines(
+    played: Sequence[tuple[str, float, float]], speech_starts: Sequence[float]
+) -> list[tuple[float, float]]:
+    """(end of a callee line's audio, the agent's next first audio) for each line answered.
+
+    A line counts only if the agent started speaking before the callee's next
+    line began (otherwise the agent did not answer that line). ``played`` and
+    ``speech_starts`` must share one time base.
+    """
+    starts = sorted(speech_starts)
+    lines = [(start, end) for payload, start, end in played if payload in ("say", "audio")]
+    out = []
+    for i, (_, end) in enumerate(lines):
+        next_line = lines[i + 1][0] if i + 1 < len(lines) else float("inf")
+        reply = next((t for t in starts if t > end), None)
+        if reply is not None and reply < next_line:
+            out.append((end, reply))
+    return out

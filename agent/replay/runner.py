@@ -27,7 +27,7 @@ from ..runtime import Bus
 from ..telephony.sim_io import TranscriptFeedSTT
 from ..telephony.simulator import CallSimulator, SpeechSynth
 from .format import RecordedCall
-from .observer import CallObserver
+from .observer import CallObserver, answered_lines
 from .results import CallResult, judge
 
 logger = logging.getLogger("agent.replay")
@@ -221,20 +221,9 @@ class Replayer:
 def _audio_end_latencies(
     played: list[tuple[str, float, float]], messages: list[object]
 ) -> list[float]:
-    """For each callee line, its audio end to the agent's next first audio.
-
-    A line counts only if the agent started speaking before the callee's next
-    line began (otherwise the agent did not answer that line).
-    """
-    starts = sorted(m.at for m in messages if isinstance(m, AgentSpeechStarted))
-    lines = [(start, end) for payload, start, end in played if payload in ("say", "audio")]
-    out = []
-    for i, (_, end) in enumerate(lines):
-        next_line = lines[i + 1][0] if i + 1 < len(lines) else float("inf")
-        reply = next((t for t in starts if t > end), None)
-        if reply is not None and reply < next_line:
-            out.append(reply - end)
-    return out
+    """For each callee line the agent answered, its audio end to the agent's next first audio."""
+    starts = [m.at for m in messages if isinstance(m, AgentSpeechStarted)]
+    return [reply - end for end, reply in answered_lines(played, starts)]
 
 
 def _amd_delay(sim: CallSimulator, observed: CallResult) -> float | None:

@@ -22,7 +22,7 @@ import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,7 +40,11 @@ from ..messages import (
     UserSpeechStarted,
     UserSpeechStopped,
 )
+from .observer import answered_lines
 from .results import CallResult
+
+if TYPE_CHECKING:
+    from .runner import ReplayedCall
 
 __all__ = ["CallPage", "render_call_page", "write_call_page", "write_suite_index"]
 
@@ -67,7 +71,6 @@ class CallPage:
         result: the judged result (turns, AMD, guardrail evaluations).
         messages: every message the call published, in order.
         played: the callee's segments, (payload, start, end) after the answer.
-        latencies: end of each answered callee line's audio to the agent's first audio.
         amd_delay: AMD's decision time after the callee line it followed.
         recording: the stereo recording (WAV file), if the call was recorded.
     """
@@ -78,20 +81,29 @@ class CallPage:
         messages: Sequence[object],
         *,
         played: Sequence[tuple[str, float, float]] = (),
-        latencies: Sequence[float] = (),
         amd_delay: float | None = None,
         recording: Path | None = None,
     ) -> None:
         self.result = result
         self.messages = list(messages)
         self.played = list(played)
-        self.latencies = list(latencies)
         self.amd_delay = amd_delay
         self.recording = recording if recording is not None and recording.exists() else None
         answered = next((m for m in self.messages if isinstance(m, CallAnswered)), None)
         self.t0 = answered.at if answered is not None else 0.0
         ends = [result.duration] + [t.end for t in result.turns] + [e for _, _, e in self.played]
         self.span = max(max(ends), 1.0)
+
+    @classmethod
+    def of(cls, replayed: ReplayedCall, recording: Path | None = None) -> CallPage:
+        """The page of a replayed call (``recording``: its stereo WAV, if it was recorded)."""
+        return cls(
+            replayed.result,
+            replayed.messages,
+            played=replayed.played,
+            amd_delay=replayed.amd_delay,
+            recording=recording,
+        )
 
     def rel(self, at: float) -> float:
         """A message's loop time as seconds after the answer."""
@@ -225,20 +237,9 @@ def _lanes(page: CallPage) -> tuple[str, int]:
 
 
 def _latency_items(page: CallPage) -> list[tuple[str, float, float]]:
-    """Each callee line the agent answered: its audio's end to the agent's next first audio.
-
-    A line counts only if the agent started speaking before the callee's next
-    line began (the rule of the replay's latency figures).
-    """
-    starts = sorted(page.rel(m.at) for m in page.messages if isinstance(m, AgentSpeechStarted))
-    lines = [(s, e) for p, s, e in page.played if p in ("say", "audio")]
-    out = []
-    for i, (_, end) in enumerate(lines):
-        next_line = lines[i + 1][0] if i + 1 < len(lines) else float("inf")
-        reply = next((t for t in starts if t > end), None)
-        if reply is not None and reply < next_line:
-            out.append(("latency", end, reply))
-    return out
+    """Each callee line the agent answered: its audio's end to the agent's next first audio."""
+    starts = [page.rel(m.at) for m in page.messages if isinstance(m, AgentSpeechStarted)]
+    return [("latency", end, reply) for end, reply in answered_lines(page.played, starts)]
 
 
 def _item(page: CallPage, y: float, item: tuple[Any, ...]) -> str:

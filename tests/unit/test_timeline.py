@@ -15,13 +15,7 @@ from tests.unit.test_replay_calls import _call, _replay
 
 def _page(name: str) -> tuple[CallPage, str]:
     (replayed,) = _replay([_call(name)])
-    page = CallPage(
-        replayed.result,
-        replayed.messages,
-        played=replayed.played,
-        latencies=replayed.latencies_from_audio_end,
-        amd_delay=replayed.amd_delay,
-    )
+    page = CallPage.of(replayed)
     return page, render_call_page(page)
 
 
