@@ -159,6 +159,94 @@ class AgentTurnCompleted(_Msg):
     started_at: float | None = None
 
 
+#: The milestones of a reply, in pipeline order (see :class:`TurnLatency`).
+LATENCY_MILESTONES: tuple[str, ...] = (
+    "audio_end",
+    "vad_end",
+    "stt_final",
+    "committed",
+    "llm_request",
+    "llm_first_token",
+    "first_sentence",
+    "tts_first_audio",
+    "first_audio",
+)
+#: The stages of a reply's latency: each ends at the milestone of the same index + 1.
+LATENCY_STAGES: tuple[str, ...] = (
+    "vad",
+    "stt",
+    "endpointing",
+    "llm_request",
+    "llm_first_token",
+    "first_sentence",
+    "tts",
+    "playout",
+)
+LatencyClock = Literal["wall", "virtual"]
+
+
+class TurnLatency(_Msg):
+    """Where the time went between the end of a callee turn and the agent's first audio.
+
+    Every field but ``first_audio`` is a milestone on the call's clock (``loop.time()``),
+    ``None`` where it does not apply or was not seen: ``audio_end`` is known only to a
+    line that plays the callee's audio itself (the simulator); ``vad_end`` only where a
+    VAD ends speech (not in text-only replays). With preemptive generation the LLM and
+    TTS milestones may come before ``committed``; :meth:`stages` charges each stage only
+    with the time it added to the critical path.
+    """
+
+    kind: Literal["turn_latency"] = "turn_latency"
+    turn_id: str
+    run_id: str
+    #: "virtual" when the call ran on a virtual clock: models take no time there
+    clock: LatencyClock = "wall"
+    #: the reply was generated preemptively (before the turn was committed) and kept
+    preemptive: bool = False
+    audio_end: float | None = None
+    vad_end: float | None = None
+    stt_final: float | None = None
+    committed: float | None = None
+    llm_request: float | None = None
+    llm_first_token: float | None = None
+    first_sentence: float | None = None
+    tts_first_audio: float | None = None
+    first_audio: float
+    #: prompt tokens of the reply's first LLM request, and how many came from the cache
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+
+    def origin(self) -> float:
+        """Where the turn's latency starts: the end of the callee's audio where known."""
+        for name in LATENCY_MILESTONES[:4]:
+            value = getattr(self, name)
+            if value is not None:
+                return float(value)
+        return self.first_audio
+
+    def stages(self) -> dict[str, float]:
+        """Seconds each stage added to the critical path; they sum to :meth:`total`.
+
+        A stage ends at its milestone; it is charged with the time from the latest
+        milestone before it (the running maximum) to its own, or 0 when its milestone is
+        missing or already passed (work that overlapped an earlier stage costs nothing).
+        """
+        out: dict[str, float] = {}
+        reached = self.origin()
+        for stage, name in zip(LATENCY_STAGES, LATENCY_MILESTONES[1:], strict=True):
+            value = getattr(self, name)
+            if value is None or value <= reached:
+                out[stage] = 0.0
+                continue
+            out[stage] = value - reached
+            reached = value
+        return out
+
+    def total(self) -> float:
+        """From the origin (the callee's audio end where known) to the first agent audio."""
+        return max(0.0, self.first_audio - self.origin())
+
+
 class PlaybackFinished(_Msg):
     kind: Literal["playback_finished"] = "playback_finished"
     run_id: str | None
@@ -428,6 +516,7 @@ Message = Annotated[
     | AgentSpeechStarted
     | AgentSentence
     | AgentTurnCompleted
+    | TurnLatency
     | PlaybackFinished
     | DtmfReceived
     | DtmfSent

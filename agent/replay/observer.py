@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import (
+    LATENCY_MILESTONES,
     AgentSpeechStarted,
     AgentTurnCompleted,
     AmdCompleted,
@@ -21,13 +22,21 @@ from ..messages import (
     CallEnded,
     DtmfSent,
     GuardrailEvaluated,
+    TurnLatency,
     UserSpeechStarted,
     UserSpeechStopped,
     UserTurnCompleted,
     VoicemailLeft,
 )
 from ..runtime import ALL, Bus
-from .results import AmdResult, CallResult, GuardrailEvaluation, Turn, collapse_stages
+from .results import (
+    AmdResult,
+    CallResult,
+    GuardrailEvaluation,
+    Turn,
+    TurnLatencyResult,
+    collapse_stages,
+)
 
 __all__ = ["answered_lines", "CallObserver"]
 
@@ -50,7 +59,9 @@ class CallObserver:
     ended: CallEnded | None = None
     _speech_start: float | None = None
     _speech_stop: float | None = None
-    _callee_turns: list[tuple[float, float, str]] = field(default_factory=list)
+    _callee_turns: list[tuple[float, float, str, str]] = field(default_factory=list)
+    #: each answered callee turn's latency breakdown, by turn id
+    turn_latency: dict[str, TurnLatency] = field(default_factory=dict)
     _runs: dict[str, _AgentRun] = field(default_factory=dict)
     _run_order: list[str] = field(default_factory=list)
     _amd: list[AmdPrediction] = field(default_factory=list)
@@ -82,10 +93,10 @@ class CallObserver:
             case UserSpeechStopped(at=at):
                 self._speech_stop = at
                 self._awaiting_reply_since = at
-            case UserTurnCompleted(at=at, text=text):
+            case UserTurnCompleted(at=at, text=text, turn_id=turn_id):
                 start = self._speech_start if self._speech_start is not None else at
                 end = self._speech_stop if self._speech_stop is not None else at
-                self._callee_turns.append((start, max(start, end), text))
+                self._callee_turns.append((start, max(start, end), text, turn_id))
                 self._speech_start = self._speech_stop = None
             case AgentSpeechStarted(at=at, run_id=run_id):
                 run = self._run(run_id)
@@ -102,6 +113,8 @@ class CallObserver:
             case AmdCompleted():
                 if self._amd_done is None:
                     self._amd_done = msg
+            case TurnLatency(turn_id=turn_id):
+                self.turn_latency.setdefault(turn_id, msg)
             case VoicemailLeft():
                 self.voicemail_left = True
             case GuardrailEvaluated():
@@ -120,9 +133,19 @@ class CallObserver:
         assert self.ended is not None, "the call has not ended"
         answered = self.answered_at is not None
         turns: list[tuple[float, Turn]] = []
-        for start, end, text in self._callee_turns:
+        for start, end, text, turn_id in self._callee_turns:
+            latency = self.turn_latency.get(turn_id)
             turns.append(
-                (start, Turn(role="callee", start=self._rel(start), end=self._rel(end), text=text))
+                (
+                    start,
+                    Turn(
+                        role="callee",
+                        start=self._rel(start),
+                        end=self._rel(end),
+                        text=text,
+                        latency=self._latency(latency) if latency is not None else None,
+                    ),
+                )
             )
         first_audio: float | None = None
         for run_id in self._run_order:
@@ -166,6 +189,25 @@ class CallObserver:
                 for g in self._guardrail
             ],
         )
+
+    def _latency(self, msg: TurnLatency) -> TurnLatencyResult:
+        milestones: dict[str, float | None] = {}
+        for name in LATENCY_MILESTONES:
+            value = getattr(msg, name)
+            milestones[name] = None if value is None else self._rel_signed(value)
+        return TurnLatencyResult(
+            clock=msg.clock,
+            total=msg.total(),
+            stages=msg.stages(),
+            milestones=milestones,
+            preemptive=msg.preemptive,
+            prompt_tokens=msg.prompt_tokens,
+            cached_tokens=msg.cached_tokens,
+        )
+
+    def _rel_signed(self, t: float) -> float:
+        # a milestone is never before the answer, but keep the sign honest if it were
+        return t - self.answered_at if self.answered_at is not None else t
 
     def _amd_result(self) -> AmdResult:
         """AMD's completion when it came; otherwise what its predictions add up to."""

@@ -35,6 +35,7 @@ __all__ = [
     "Failure",
     "GuardrailEvaluation",
     "Turn",
+    "TurnLatencyResult",
     "UNANSWERED_DISPOSITIONS",
     "collapse_stages",
     "evaluate",
@@ -61,14 +62,39 @@ class AmdResult(_Result):
     reason: str = ""
 
 
+class TurnLatencyResult(_Result):
+    """How long the agent took to answer a callee turn, stage by stage.
+
+    ``total`` runs from the end of the callee's audio (where the line knows it; else the
+    VAD's end of speech, else the turn's commit) to the agent's first audio. ``stages``
+    (seconds, in pipeline order) sum to ``total``: each stage is charged only with the
+    time it added to the critical path. ``milestones`` are the times each step was
+    reached, in seconds after the answer (``null`` where a step does not apply, e.g.
+    ``vad_end`` in text-only replays). On a ``virtual`` clock models take no time, so
+    only the configured waits (endpointing, playout) show.
+    """
+
+    clock: Literal["wall", "virtual"]
+    total: float = Field(ge=0)
+    stages: dict[str, float] = Field(default_factory=dict)
+    milestones: dict[str, Time | None] = Field(default_factory=dict)
+    preemptive: bool = False
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+
+
 class Turn(_Result):
-    """One spoken turn. ``interrupted`` is only meaningful (and serialised) for agent turns."""
+    """One spoken turn. ``interrupted`` is only meaningful (and serialised) for agent turns.
+
+    A callee turn the agent answered carries ``latency``; other turns omit the key.
+    """
 
     role: Literal["callee", "agent"]
     start: Time
     end: Time
     text: str
     interrupted: bool | None = None
+    latency: TurnLatencyResult | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -82,6 +108,8 @@ class Turn(_Result):
     def _check(self) -> Turn:
         if self.role == "callee" and self.interrupted is not None:
             raise ValueError("callee turns have no 'interrupted'")
+        if self.role == "agent" and self.latency is not None:
+            raise ValueError("only callee turns carry 'latency'")
         if self.end < self.start:
             raise ValueError(f"turn ends ({self.end}) before it starts ({self.start})")
         return self
@@ -89,8 +117,11 @@ class Turn(_Result):
     @model_serializer(mode="wrap")
     def _omit_interrupted_for_callee(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if self.role == "callee" and isinstance(data, dict):
-            data.pop("interrupted", None)
+        if isinstance(data, dict):
+            if self.role == "callee":
+                data.pop("interrupted", None)
+            if data.get("latency") is None:
+                data.pop("latency", None)
         return data
 
 

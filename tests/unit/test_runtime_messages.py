@@ -58,6 +58,23 @@ SAMPLES: dict[str, dict[str, typing.Any]] = {
         "interrupted_run": None,
     },
     "agent_speech_started": {"run_id": "run_1"},
+    "turn_latency": {
+        "turn_id": "turn_1",
+        "run_id": "run_1",
+        "clock": "wall",
+        "preemptive": True,
+        "audio_end": 10.0,
+        "vad_end": 10.3,
+        "stt_final": 10.4,
+        "committed": 10.5,
+        "llm_request": 10.4,
+        "llm_first_token": 10.55,
+        "first_sentence": 10.6,
+        "tts_first_audio": 10.75,
+        "first_audio": 10.8,
+        "prompt_tokens": 240,
+        "cached_tokens": 200,
+    },
     "agent_sentence": {"run_id": "run_1", "index": 2, "text": "Hi there."},
     "agent_turn_completed": {
         "run_id": "run_1",
@@ -185,3 +202,21 @@ def test_unknown_kinds_and_fields_are_rejected() -> None:
         message_adapter.validate_python({"kind": "say", "call_id": CALL, "text": "x", "volume": 3})
     with pytest.raises(ValidationError):
         message_adapter.validate_python({"kind": "say", "text": "x"})
+
+
+def test_turn_latency_stages_charge_only_the_critical_path() -> None:
+    msg = _sample("turn_latency")
+    stages = msg.stages()
+    # the preemptive LLM request (10.4) came before the commit (10.5): it added nothing
+    assert stages["llm_request"] == 0.0
+    assert stages["endpointing"] == pytest.approx(0.1)
+    assert stages["llm_first_token"] == pytest.approx(0.05)
+    assert stages["tts"] == pytest.approx(0.15)
+    assert sum(stages.values()) == pytest.approx(msg.total()) == pytest.approx(0.8)
+
+
+def test_turn_latency_without_audio_end_starts_at_the_vad() -> None:
+    msg = _sample("turn_latency").model_copy(update={"audio_end": None})
+    assert msg.origin() == 10.3
+    assert msg.stages()["vad"] == 0.0
+    assert msg.total() == pytest.approx(0.5)
