@@ -20,6 +20,7 @@ from livekit.agents.llm import StopResponse
 from .markers import CALL_OPENING, MarkerFilter
 from .messages import AgentSentence, ControlMarkerSeen, HangUp, UserTurnCompleted
 from .sentences import SentenceGate, _split_chunk
+from .turn_latency import LatencyRecorder
 
 __all__ = ["ALLOW", "CallAgent", "ReplyGate", "SessionHooks", "TurnVerdict"]
 
@@ -67,14 +68,43 @@ class ReplyGate:
     """
 
     def __init__(self, open: bool = True) -> None:
-        self.open = open
-        self.opening_in_flight = False
+        self._listeners: list[Callable[[], None]] = []
+        self._open = open
+        self._opening_in_flight = False
         #: the controller's opening reply: its run id and instructions
         self.opening_run: str | None = None
         self.opening_instructions: str | None = None
 
+    @property
+    def open(self) -> bool:
+        """Whether the controller lets the session answer callee turns by itself."""
+        return self._open
+
+    @open.setter
+    def open(self, value: bool) -> None:
+        self._open = value
+        self._changed()
+
+    @property
+    def opening_in_flight(self) -> bool:
+        """Whether the controller's own opening reply is on its way."""
+        return self._opening_in_flight
+
+    @opening_in_flight.setter
+    def opening_in_flight(self, value: bool) -> None:
+        self._opening_in_flight = value
+        self._changed()
+
     def allows(self) -> bool:
         return self.open and not self.opening_in_flight
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` whenever :meth:`allows` may have changed."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in self._listeners:
+            listener()
 
 
 class CallAgent(Agent):
@@ -96,8 +126,21 @@ class CallAgent(Agent):
         no_reply: Callable[[str], None] | None = None,
         live: Callable[[], bool] | None = None,
         warm_transfer: Callable[[str, llm.ChatContext], Awaitable[str]] | None = None,
+        latency: LatencyRecorder | None = None,
+        preemptive: bool = False,
+        reply_ready: Callable[[str], None] | None = None,
     ) -> None:
-        super().__init__(instructions=instructions, tools=tools or [])
+        # preemptive generation (LLM and TTS start on the final transcript, before the
+        # turn is committed) is switched on only while the reply gate allows automatic
+        # replies: a reply nobody may speak would only take CPU from STT and AMD
+        self._preemptive = preemptive
+        super().__init__(
+            instructions=instructions,
+            tools=tools or [],
+            turn_handling={"preemptive_generation": {"enabled": False, "preemptive_tts": True}},
+        )
+        self._latency = latency
+        self._reply_ready = reply_ready or (lambda turn_id: None)
         self._warm_transfer = warm_transfer
         self._controls = controls
         self._no_reply = no_reply or (lambda turn_id: None)
@@ -126,6 +169,8 @@ class CallAgent(Agent):
             if _tool_name(t) not in self._control_tools or _tool_name(t) in offered
         ]
         self._gate = gate or ReplyGate()
+        self._gate.on_change(self._follow_gate)
+        self._follow_gate()
         self._send_dtmf = send_dtmf
         self._hooks = hooks
         self._publish = publish
@@ -134,6 +179,14 @@ class CallAgent(Agent):
         #: run id -> what to say after that reply, because a sentence of it was blocked
         self.blocked_say: dict[str, str] = {}
         self.latest_created_run: str | None = None
+
+    def _follow_gate(self) -> None:
+        # livekit reads the agent's turn handling each time a final transcript could start
+        # a preemptive reply (AgentActivity.preemptive_generation_opts); there is no public
+        # setter for it on a running agent, so the dict given to Agent.__init__ is updated
+        opts = self._turn_handling.get("preemptive_generation")
+        if isinstance(opts, dict):
+            opts["enabled"] = self._preemptive and self._gate.allows()
 
     @function_tool
     async def end_call(self) -> str:
@@ -216,6 +269,7 @@ class CallAgent(Agent):
         self.replying_turn = turn_id
         if controls is not None and controls.context_notes:
             turn_ctx.add_message(role="system", content=controls.trust.prompt_note())
+        self._reply_ready(turn_id)
 
     async def _user_turn(
         self,
@@ -273,7 +327,10 @@ class CallAgent(Agent):
     ) -> AsyncIterable[llm.ChatChunk | str]:
         run_id = _reply_run_id(self.latest_created_run)
         chat_ctx = self._prepare_request(run_id, chat_ctx)
-        upstream = _as_async_iter(Agent.default.llm_node(self, chat_ctx, tools, model_settings))
+        self._mark(run_id, "llm_request")
+        upstream = self._timed_llm(
+            run_id, _as_async_iter(Agent.default.llm_node(self, chat_ctx, tools, model_settings))
+        )
         controls = self._controls
         if controls is None or controls.markers:
             upstream = self._strip_markers(run_id, upstream)
@@ -283,6 +340,43 @@ class CallAgent(Agent):
             reply_check=self._check_reply if self._hooks.buffered_replies else None,
         )
         return self._record_failure(run_id, gate.process(upstream))
+
+    def tts_node(self, text: AsyncIterable[str], model_settings: Any) -> Any:
+        run_id = _reply_run_id(self.latest_created_run)
+        return self._timed_tts(
+            run_id, _as_async_iter(Agent.default.tts_node(self, text, model_settings))
+        )
+
+    def _mark(self, run_id: str, milestone: str) -> None:
+        if self._latency is not None:
+            self._latency.mark(run_id, milestone, asyncio.get_running_loop().time())
+
+    async def _timed_llm(self, run_id: str, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """Pass the LLM stream through; note its first token and its prompt-cache usage."""
+        first = True
+        try:
+            async for chunk in upstream:
+                if first and _split_chunk(chunk)[0]:
+                    first = False
+                    self._mark(run_id, "llm_first_token")
+                usage = getattr(chunk, "usage", None)
+                if usage is not None and self._latency is not None:
+                    self._latency.tokens(run_id, usage.prompt_tokens, usage.prompt_cached_tokens)
+                yield chunk
+        finally:
+            await upstream.aclose()  # type: ignore[attr-defined]
+
+    async def _timed_tts(self, run_id: str, upstream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """Pass the TTS audio through; note when its first frame was ready."""
+        first = True
+        try:
+            async for frame in upstream:
+                if first:
+                    first = False
+                    self._mark(run_id, "tts_first_audio")
+                yield frame
+        finally:
+            await upstream.aclose()  # type: ignore[attr-defined]
 
     def _prepare_request(self, run_id: str, chat_ctx: llm.ChatContext) -> llm.ChatContext:
         """This request's context: the opening marker and the watchdog's reminders.

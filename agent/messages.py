@@ -229,13 +229,15 @@ class TurnLatency(_Msg):
 
         A stage ends at its milestone; it is charged with the time from the latest
         milestone before it (the running maximum) to its own, or 0 when its milestone is
-        missing or already passed (work that overlapped an earlier stage costs nothing).
+        missing or already passed (work that overlapped an earlier stage costs nothing)
+        or came after the first audio (it was not waited for: e.g. a transcript that
+        arrived while a reply the controller started early was already playing).
         """
         out: dict[str, float] = {}
         reached = self.origin()
         for stage, name in zip(LATENCY_STAGES, LATENCY_MILESTONES[1:], strict=True):
             value = getattr(self, name)
-            if value is None or value <= reached:
+            if value is None or value <= reached or value > self.first_audio:
                 out[stage] = 0.0
                 continue
             out[stage] = value - reached

@@ -35,6 +35,7 @@ from .call_agent import CallAgent, ReplyGate, SessionHooks, TurnVerdict
 from .messages import (
     URGENT_KINDS,
     ActorCrashed,
+    AgentSentence,
     AgentSpeechStarted,
     AgentTurnCompleted,
     CallTransferred,
@@ -56,7 +57,8 @@ from .messages import (
     UserTurnCompleted,
 )
 from .runs import RunRecord, RunResult, RunTracker
-from .runtime import Actor, Bus
+from .runtime import Actor, Bus, is_virtual
+from .turn_latency import LatencyRecorder
 
 logger = logging.getLogger("agent.session")
 
@@ -101,6 +103,9 @@ class SessionOptions:
     max_endpointing_delay: float = 3.0
     min_interruption_duration: float = 0.5
     tools: list[Any] = field(default_factory=list)
+    #: start the LLM and TTS on the final transcript, before the turn is committed (the
+    #: reply is kept only if the committed turn matches; audio turn detection only)
+    preemptive_generation: bool = True
     #: warm-transfer targets (name -> destination); given only when the line can do them
     warm_transfer_targets: dict[str, str] = field(default_factory=dict)
 
@@ -152,11 +157,30 @@ class SessionActor(Actor):
         self._protected: SpeechHandle | None = None
         self._pending_finals: list[str] = []
         self._self_recorded: list[str] = []
+        #: a reply livekit started before the turn was committed (preemptive generation)
+        self._preemptive: SpeechHandle | None = None
+        self.latency: LatencyRecorder | None = None
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
 
     def _publish(self, msg: Any) -> None:
+        latency = self.latency
+        if latency is not None:
+            # the latency milestones the session's own messages mark
+            match msg:
+                case UserSpeechStarted(at=at):
+                    latency.speech_started(at)
+                case UserSpeechStopped(at=at):
+                    latency.vad_end(at)
+                case UserTranscript(at=at, final=True, text=text) if text.strip():
+                    latency.stt_final(at)
+                case UserTurnCompleted(at=at, turn_id=turn_id):
+                    latency.committed(turn_id, at)
+                case AgentSentence(at=at, run_id=run_id, index=0):
+                    latency.mark(run_id, "first_sentence", at)
+                case AgentSpeechStarted(at=at, run_id=run_id):
+                    latency.mark(run_id, "first_audio", at)
         self.bus.publish(msg)
 
     # -- lifecycle ---------------------------------------------------------
@@ -167,6 +191,12 @@ class SessionActor(Actor):
         stt_model, llm_model, tts_model, vad_model = self._models
         o = self.options
         version = self.runs.version
+        self.latency = LatencyRecorder(
+            call_id=self.call_id,
+            publish=self.bus.publish,
+            clock="virtual" if is_virtual() else "wall",
+            audio_end=getattr(self.transport, "callee_audio_end", None),
+        )
         self.session = AgentSession(
             stt=stt_model,
             vad=vad_model,
@@ -186,6 +216,7 @@ class SessionActor(Actor):
                     "resume_false_interruption": False,
                     "false_interruption_timeout": None,
                 },
+                # switched per agent (CallAgent follows the reply gate)
                 "preemptive_generation": {"enabled": False},
             },
             user_away_timeout=None,
@@ -205,6 +236,9 @@ class SessionActor(Actor):
             no_reply=self._turn_without_reply,
             live=lambda: self.runs.live(version),
             warm_transfer=self._warm_transfer if o.warm_transfer_targets else None,
+            latency=self.latency,
+            preemptive=o.preemptive_generation and o.turn_detection == "vad",
+            reply_ready=self._reply_ready,
         )
         if self.controls is not None:
             self.controls.interrupt = self._interrupt_for
@@ -241,6 +275,8 @@ class SessionActor(Actor):
         if self._closed or self.session is None:
             return
         self._closed = True
+        if self.latency is not None:
+            self.latency.flush()
         for result in self.runs.abort_all():
             self._publish_settled(result)
         if self.controls is not None:
@@ -291,7 +327,6 @@ class SessionActor(Actor):
 
     def _on_speech_created(self, ev: SpeechCreatedEvent) -> None:
         handle = ev.speech_handle
-        self._handles[handle.id] = handle
         turn_id: str | None = None
         if self.agent is not None:
             self.agent.latest_created_run = handle.id
@@ -299,9 +334,47 @@ class SessionActor(Actor):
                 # livekit's automatic reply to the turn the agent just let through (every
                 # reply the session asks for itself is made under ``_commanding``)
                 turn_id, self.agent.replying_turn = self.agent.replying_turn, None
+                if turn_id is None:
+                    # a preemptive reply: it becomes a run only if livekit keeps it for
+                    # the committed turn (see _reply_ready); a discarded one never existed
+                    self._preemptive = handle
+                    handle.add_done_callback(self._on_preemptive_done)
+                    return
+        self._begin(handle, turn_id)
+
+    def _begin(self, handle: SpeechHandle, turn_id: str | None) -> None:
+        self._handles[handle.id] = handle
         self.runs.begin(handle.id, turn_id)
+        if turn_id is not None and self.latency is not None:
+            self.latency.bind(handle.id, turn_id, preemptive=handle is self._preemptive)
         started = self._now()
         handle.add_done_callback(lambda h: self._on_speech_done(h, started))
+
+    def _reply_ready(self, turn_id: str) -> None:
+        """The agent let ``turn_id`` through; livekit now keeps or replaces the preemptive reply.
+
+        livekit decides synchronously after ``on_user_turn_completed`` returns: it either
+        schedules the preemptive handle or creates a new one (``speech_created``, which
+        takes ``replying_turn``). A callback queued now runs after that decision.
+        """
+        if self._preemptive is not None:
+            asyncio.get_running_loop().call_soon(self._adopt_preemptive, turn_id)
+
+    def _adopt_preemptive(self, turn_id: str) -> None:
+        handle, agent = self._preemptive, self.agent
+        if handle is None or agent is None or agent.replying_turn != turn_id:
+            return  # livekit replaced it with a new reply
+        if handle.done() and not handle.scheduled:
+            return  # it was discarded after all
+        agent.replying_turn = None
+        self._begin(handle, turn_id)
+        self._preemptive = None
+
+    def _on_preemptive_done(self, handle: SpeechHandle) -> None:
+        if self._preemptive is handle:
+            self._preemptive = None
+        if handle.id not in self._handles and self.latency is not None:
+            self.latency.discard(handle.id)  # never spoken: no run, no turn, no message
 
     def _turn_without_reply(self, turn_id: str) -> None:
         self.runs.no_reply(turn_id)
@@ -323,6 +396,8 @@ class SessionActor(Actor):
 
     def _on_speech_done(self, handle: SpeechHandle, created_at: float) -> None:
         self._handles.pop(handle.id, None)
+        if self.latency is not None:
+            self.latency.finish(handle.id)
         rec = self.runs.record(handle.id)
         text = _text_of(handle)
         try:

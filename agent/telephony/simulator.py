@@ -203,6 +203,16 @@ class CallSimulator:
     def set_hangup_handler(self, handler: Callable[[], None]) -> None:
         self._hangup_handler = handler
 
+    def callee_audio_end(self, before: float) -> float | None:
+        """When the callee's last speech that had finished by ``before`` (loop time) ended.
+
+        The simulator plays the callee's audio itself, so it knows the true end of each
+        line: the origin of a reply's latency (the session's VAD only estimates it).
+        """
+        ends = [end for payload, _, end in self.played if payload in ("say", "audio")]
+        done = [end for end in ends if end <= before]
+        return done[-1] if done else None
+
     async def send_dtmf(self, digits: str) -> None:
         self.dtmf_sent += digits
         if self.recorder is not None and self.answered_at is not None:
