@@ -3,8 +3,10 @@
 :func:`observe_call` (or :func:`track_call`, which also guarantees the active
 gauge comes back down) turns one call's bus messages into the ``callrt_*``
 metrics of :class:`CallMetrics`: calls by disposition, calls in progress, AMD's
-final categories and decision time, guardrail actions and evaluation time, and
-the response time (end of callee speech to the agent's first audio).
+final categories and decision time, guardrail actions and evaluation time, the
+response time (end of callee speech to the agent's first audio) and, from each
+``turn_latency`` message of a call on the wall clock, the seconds each stage of a
+reply added (virtual-clock figures are not measurements: models take no time there).
 
 Multiprocess mode: livekit runs each job (one call) in its own process, forked
 from a forkserver the worker's main process starts. The job processes write
@@ -49,6 +51,7 @@ from prometheus_client import (
 from prometheus_client.metrics_core import Metric
 
 from .messages import (
+    LATENCY_STAGES,
     AgentSpeechStarted,
     AmdCompleted,
     AmdPrediction,
@@ -56,6 +59,7 @@ from .messages import (
     CallEnded,
     CallStarted,
     GuardrailEvaluated,
+    TurnLatency,
     UserSpeechStarted,
     UserSpeechStopped,
 )
@@ -83,6 +87,8 @@ RESPONSE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0
 AMD_BUCKETS = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 30.0)
 #: rule checks take milliseconds, model checks up to a few seconds
 GUARDRAIL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+#: one stage of a reply takes 10 ms (a playout buffer) to a few seconds (a slow model)
+STAGE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
 
 
 class CallMetrics:
@@ -133,6 +139,16 @@ class CallMetrics:
             buckets=RESPONSE_BUCKETS,
             registry=registry,
         )
+        self.stage_seconds = Histogram(
+            "callrt_stage_seconds",
+            "Seconds each stage of a reply added between the end of a callee turn and the "
+            "agent's first audio (stages sum to 'total'), per answered turn, wall clock only",
+            ["stage"],
+            buckets=STAGE_BUCKETS,
+            registry=registry,
+        )
+        for stage in (*LATENCY_STAGES, "total"):
+            self.stage_seconds.labels(stage=stage)  # every series exists from the start
 
 
 class ObservedCall:
@@ -217,6 +233,10 @@ class ObservedCall:
                     seconds = self._decision_seconds(decided_at)
                     if seconds is not None:
                         m.amd_decision_seconds.observe(seconds)
+            case TurnLatency(clock="wall"):
+                for stage, seconds in msg.stages().items():
+                    m.stage_seconds.labels(stage=stage).observe(seconds)
+                m.stage_seconds.labels(stage="total").observe(msg.total())
             case GuardrailEvaluated(hook=hook, action=action, latency=latency):
                 m.guardrail_actions.labels(hook=hook, action=action).inc()
                 m.guardrail_seconds.labels(hook=hook).observe(latency)

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agent.call import ModelSet
 from agent.config import load_config
-from agent.messages import CallEnded, CallStarted
+from agent.messages import LATENCY_STAGES, CallEnded, CallStarted, LatencyClock, TurnLatency
 from agent.metrics import (
     CallMetrics,
     get_metrics,
@@ -183,6 +183,49 @@ def test_a_call_that_raises_after_its_end_is_counted_once(metrics: CallMetrics) 
     assert _value(metrics, "callrt_calls_total", disposition="error") == 0.0
 
 
+def _turn_latency(clock: LatencyClock) -> TurnLatency:
+    # stages: vad 0.3, stt 0.1, endpointing 0.5, llm_request 0.05, llm_first_token 0.35,
+    # first_sentence 0.2, tts 0.2, playout 0.1; total 1.8
+    return TurnLatency(
+        call_id="c1",
+        at=13.8,
+        turn_id="turn_1",
+        run_id="run_1",
+        clock=clock,
+        audio_end=12.0,
+        vad_end=12.3,
+        stt_final=12.4,
+        committed=12.9,
+        llm_request=12.95,
+        llm_first_token=13.3,
+        first_sentence=13.5,
+        tts_first_audio=13.7,
+        first_audio=13.8,
+    )
+
+
+def test_a_wall_clock_turn_latency_is_observed_stage_by_stage(metrics: CallMetrics) -> None:
+    bus = Bus("c1")
+    observe_call(bus, metrics)
+    bus.publish(_turn_latency("wall"))
+    expected = dict(zip(LATENCY_STAGES, (0.3, 0.1, 0.5, 0.05, 0.35, 0.2, 0.2, 0.1), strict=True))
+    for stage, seconds in {**expected, "total": 1.8}.items():
+        assert _value(metrics, "callrt_stage_seconds_count", stage=stage) == 1.0, stage
+        assert _value(metrics, "callrt_stage_seconds_sum", stage=stage) == pytest.approx(seconds)
+    assert _value(metrics, "callrt_stage_seconds_bucket", stage="endpointing", le="0.3") == 0.0
+    assert _value(metrics, "callrt_stage_seconds_bucket", stage="endpointing", le="0.5") == 1.0
+    assert _value(metrics, "callrt_stage_seconds_bucket", stage="total", le="1.5") == 0.0
+    assert _value(metrics, "callrt_stage_seconds_bucket", stage="total", le="2.0") == 1.0
+
+
+def test_a_virtual_clock_turn_latency_is_not_a_measurement(metrics: CallMetrics) -> None:
+    bus = Bus("c1")
+    observe_call(bus, metrics)
+    bus.publish(_turn_latency("virtual"))
+    for stage in (*LATENCY_STAGES, "total"):
+        assert _value(metrics, "callrt_stage_seconds_count", stage=stage) == 0.0, stage
+
+
 def test_get_metrics_is_made_once_per_process_and_resettable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -242,6 +285,7 @@ def test_endpoint_serves_the_metric_families_before_any_call(served: str) -> Non
     subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True, timeout=20)
     samples = _scrape(served)
     assert samples[("callrt_response_seconds_count", ())] == 0.0
+    assert samples[("callrt_stage_seconds_count", (("stage", "total"),))] == 0.0
     assert served.endswith("/metrics")
 
 
