@@ -10,8 +10,11 @@ Lanes: both channels' waveforms, VAD speech segments, the callee's turns and
 the agent's turns as labelled spans (interrupted agent turns are barge-ins),
 agent sentences (blocked ones in red), AMD predictions, stage changes and
 tones, guardrail evaluations (colour by action), DTMF both ways, and for each
-answered callee line the latency from the end of its audio to the agent's
-first audio.
+answered callee turn its response latency: a bar stacked by stage (vad, stt,
+endpointing, ...) from the turn's origin to the agent's first audio where the
+result carries the turn's breakdown, else one span from the end of the line's
+audio to the agent's next first audio. Figures from a virtual clock say so:
+models take no time there.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..messages import (
+    LATENCY_STAGES,
     AgentSentence,
     AgentSpeechStarted,
     AmdCompleted,
@@ -41,12 +45,19 @@ from ..messages import (
     UserSpeechStopped,
 )
 from .observer import answered_lines
-from .results import CallResult
+from .results import CallResult, Turn, TurnLatencyResult
 
 if TYPE_CHECKING:
     from .runner import ReplayedCall
 
-__all__ = ["CallPage", "render_call_page", "write_call_page", "write_suite_index"]
+__all__ = [
+    "STAGE_COLORS",
+    "VIRTUAL_NOTE",
+    "CallPage",
+    "render_call_page",
+    "write_call_page",
+    "write_suite_index",
+]
 
 WIDTH = 1100  # px of the time axis
 LEFT = 120  # px for lane labels
@@ -62,6 +73,30 @@ COLORS = {
     "dtmf": "#16a085",
     "latency": "#e67e22",
 }
+#: one colour per latency stage, the same on every page (the legend names them)
+STAGE_COLORS: dict[str, str] = {
+    "vad": "#9aa5b1",
+    "stt": "#4e79a7",
+    "endpointing": "#f28e2b",
+    "llm_request": "#e15759",
+    "llm_first_token": "#b07aa1",
+    "first_sentence": "#59a14f",
+    "tts": "#edc948",
+    "playout": "#76b7b2",
+}
+#: what each stage is charged with (legend tooltips)
+STAGE_MEANINGS: dict[str, str] = {
+    "vad": "end of the callee's audio to the VAD's end of speech",
+    "stt": "to the final transcript",
+    "endpointing": "to the turn being committed (end-of-turn delay)",
+    "llm_request": "to the LLM request being sent",
+    "llm_first_token": "to the LLM's first token",
+    "first_sentence": "to the first sentence released to TTS",
+    "tts": "to TTS's first audio",
+    "playout": "to the agent's first audio on the line",
+}
+#: how figures from a virtual clock are labelled: models take no time there
+VIRTUAL_NOTE = "virtual clock: model time not shown"
 
 
 class CallPage:
@@ -236,10 +271,110 @@ def _lanes(page: CallPage) -> tuple[str, int]:
     return "".join(out), int(y)
 
 
-def _latency_items(page: CallPage) -> list[tuple[str, float, float]]:
-    """Each callee line the agent answered: its audio's end to the agent's next first audio."""
+def _breakdowns(page: CallPage) -> list[tuple[Turn, TurnLatencyResult]]:
+    """Each answered callee turn that carries its per-stage latency, in order."""
+    return [
+        (t, t.latency) for t in page.result.turns if t.role == "callee" and t.latency is not None
+    ]
+
+
+def _latency_items(page: CallPage) -> list[tuple[Any, ...]]:
+    """The latency lane: a stacked bar per turn breakdown, a plain span per other answered line.
+
+    A bar runs from the turn's origin to its first audio (``first_audio`` minus ``total``).
+    A callee line answered by :func:`answered_lines` whose reply no bar ends at (a result
+    without breakdowns) keeps the plain span: end of its audio to the agent's next audio.
+    """
+    items: list[tuple[Any, ...]] = []
+    ends: list[float] = []
+    for turn, lat in _breakdowns(page):
+        end = lat.milestones.get("first_audio")
+        if end is not None:
+            items.append(("stages", turn, lat, end - lat.total, end))
+            ends.append(end)
     starts = [page.rel(m.at) for m in page.messages if isinstance(m, AgentSpeechStarted)]
-    return [("latency", end, reply) for end, reply in answered_lines(page.played, starts)]
+    for end, reply in answered_lines(page.played, starts):
+        if not any(abs(reply - e) < 0.05 for e in ends):
+            items.append(("latency", end, reply))
+    return items
+
+
+def _responses(page: CallPage) -> tuple[list[float], bool]:
+    """Every answered turn's response time, sorted, and whether any was on a virtual clock."""
+    breakdowns = [lat for _, lat in _breakdowns(page)]
+    seconds = [lat.total for lat in breakdowns]
+    seconds += [i[2] - i[1] for i in _latency_items(page) if i[0] == "latency"]
+    return sorted(seconds), any(lat.clock == "virtual" for lat in breakdowns)
+
+
+def _stage_bar(
+    page: CallPage, y: float, turn: Turn, lat: TurnLatencyResult, start: float, end: float
+) -> str:
+    """One turn's response as segments in stage order; each as wide as its seconds."""
+    virtual = lat.clock == "virtual"
+    parts = []
+    t = start
+    for stage in LATENCY_STAGES:
+        seconds = lat.stages.get(stage, 0.0)
+        if seconds <= 0:
+            continue
+        x0, x1 = page.x(t), page.x(t + seconds)
+        parts.append(
+            f'<rect class="stage {stage}" data-seconds="{seconds:.4f}" x="{x0:.3f}" '
+            f'y="{y + 5}" width="{x1 - x0:.3f}" height="{LANE - 10}" '
+            f'fill="{STAGE_COLORS[stage]}"/>'
+        )
+        t += seconds
+    x0, x1 = page.x(start), page.x(end)
+    lines = [f"callee turn at {turn.start:.2f} s answered in {lat.total:.3f} s"]
+    if virtual:
+        lines.append(VIRTUAL_NOTE)
+    lines += [f"{stage}: {lat.stages.get(stage, 0.0):.3f} s" for stage in LATENCY_STAGES]
+    lines.append(f"total: {lat.total:.3f} s")
+    if lat.preemptive:
+        lines.append("reply generated preemptively")
+    if lat.prompt_tokens is not None:
+        lines.append(f"prompt tokens: {lat.prompt_tokens} ({lat.cached_tokens or 0} cached)")
+    label = f"{lat.total:.2f}s" + (" virtual" if virtual else "")
+    cls = "stages virtual" if virtual else "stages"
+    return (
+        f'<g class="{cls}"><rect class="bar" x="{x0:.3f}" y="{y + 4}" '
+        f'width="{max(x1 - x0, 2):.3f}" height="{LANE - 8}" fill="none" stroke="#555"/>'
+        f"{''.join(parts)}<title>{_esc(chr(10).join(lines))}</title>"
+        f'<text x="{max(x1, x0 + 2) + 3:.1f}" y="{y + LANE / 2 + 4}" class="span">'
+        f"{_esc(label)}</text></g>"
+    )
+
+
+def _legend() -> str:
+    swatches = "".join(
+        f'<span class="stage-key" title="{_esc(STAGE_MEANINGS[s])}">'
+        f'<span class="swatch" style="background:{STAGE_COLORS[s]}"></span>{s}</span>'
+        for s in LATENCY_STAGES
+    )
+    return f'<p class="legend">response stages: {swatches}</p>'
+
+
+def _stages_table(page: CallPage) -> str:
+    """One row per answered turn with a breakdown: seconds per stage and the total."""
+    head = "".join(f"<th>{s} (s)</th>" for s in LATENCY_STAGES)
+    rows = []
+    for turn, lat in _breakdowns(page):
+        cells = "".join(f"<td>{lat.stages.get(s, 0.0):.3f}</td>" for s in LATENCY_STAGES)
+        tokens = (
+            "-" if lat.prompt_tokens is None else f"{lat.prompt_tokens} ({lat.cached_tokens or 0})"
+        )
+        clock = "virtual" if lat.clock == "virtual" else "wall"
+        rows.append(
+            f'<tr class="stage-row {clock}"><td>{turn.start:.2f}</td><td>{clock}</td>{cells}'
+            f"<td>{lat.total:.3f}</td><td>{'yes' if lat.preemptive else 'no'}</td>"
+            f"<td>{tokens}</td></tr>"
+        )
+    return (
+        '<table class="stages"><tr><th>callee turn at</th><th>clock</th>'
+        f"{head}<th>total (s)</th><th>preemptive</th><th>prompt tokens (cached)</th></tr>"
+        f"{''.join(rows)}</table>"
+    )
 
 
 def _item(page: CallPage, y: float, item: tuple[Any, ...]) -> str:
@@ -309,6 +444,8 @@ def _item(page: CallPage, y: float, item: tuple[Any, ...]) -> str:
         return _tick(
             page, y, page.rel(m.at), COLORS["block"], f"barge-in: run {m.run_id} cut", "barge"
         )
+    if kind == "stages":
+        return _stage_bar(page, y, *item[1:])
     if kind == "latency":
         _, s, e = item
         return _span(
@@ -348,8 +485,17 @@ def render_call_page(page: CallPage) -> str:
     axis = _axis(page, wave_height + lanes_height)
     status = "ok" if r.ok else "FAIL: " + ", ".join(f.key for f in r.failures)
     amd = r.amd.category if r.amd else "-"
-    measured = sorted(e - s for _, s, e in _latency_items(page))
+    measured, virtual = _responses(page)
     p50 = f"{measured[len(measured) // 2]:.2f} s" if measured else "-"
+    if virtual:
+        p50 += f' <span class="virtual">({VIRTUAL_NOTE})</span>'
+    breakdowns = _breakdowns(page)
+    legend = _legend() if breakdowns else ""
+    stages_note = (
+        f'<p class="note">{VIRTUAL_NOTE}: only configured waits (endpointing, playout) show.</p>'
+        if virtual
+        else ""
+    )
     amd_delay = f"{page.amd_delay:.2f} s" if page.amd_delay is not None else "-"
     turns_rows = "".join(
         f'<tr class="turn-row {t.role}"><td>{t.role}</td><td>{t.start:.2f}</td><td>{t.end:.2f}</td>'
@@ -391,7 +537,9 @@ text-align:left;vertical-align:top}} .label{{font-size:11px;fill:#333}}
 .span{{font-size:10px;fill:#111}} .tick{{font-size:10px;fill:#333}}
 .axis{{font-size:10px;fill:#555;text-anchor:middle}} .grid{{stroke:#eee}}
 .tickline{{stroke:#f3f3f3}} .note{{font-size:12px;fill:#777;color:#777}}
-.ok{{color:#2e9e4f}} .fail{{color:#c0392b}}
+.ok{{color:#2e9e4f}} .fail{{color:#c0392b}} .virtual{{color:#8a5a00}}
+.legend{{font-size:12px}} .stage-key{{margin-right:10px;white-space:nowrap}}
+.swatch{{display:inline-block;width:12px;height:12px;margin-right:3px;vertical-align:-2px}}
 </style></head><body>
 <h1>{_esc(r.name)}</h1>
 <p class="{"ok" if r.ok else "fail"}">{_esc(status)}</p>
@@ -408,12 +556,17 @@ text-align:left;vertical-align:top}} .label{{font-size:11px;fill:#333}}
 <svg width="{LEFT + WIDTH + 20}" height="{height}" role="img" aria-label="call timeline">
 {axis}<g>{waves}</g><g transform="translate(0,{wave_height})">{lanes}</g>{playhead}
 </svg>
+{legend}
 <h2>Turns</h2>
 <table class="turns"><tr><th>role</th><th>start</th><th>end</th><th></th><th>text</th></tr>
 {turns_rows}</table>
 <h2>Guardrail evaluations</h2>
 <table class="guardrail"><tr><th>at</th><th>hook</th><th>action</th><th>latency</th>
 <th>values</th></tr>{guard_rows}</table>
+<h2>Response stages</h2>
+<p class="note">Seconds each stage added between the end of the callee turn and the agent's first
+audio; the stages sum to the total.</p>
+{stages_note}{_stages_table(page)}
 {script}
 </body></html>
 """
@@ -433,8 +586,8 @@ def write_suite_index(out_dir: Path, pages: Sequence[tuple[Path, CallPage]]) -> 
     rows = []
     for path, page in pages:
         r = page.result
-        lat = sorted(e - s for _, s, e in _latency_items(page))
-        p50 = f"{lat[len(lat) // 2]:.2f}" if lat else "-"
+        lat, virtual = _responses(page)
+        p50 = "virtual" if virtual else f"{lat[len(lat) // 2]:.2f}" if lat else "-"
         mark = "ok" if r.ok else "FAIL"
         failed = ", ".join(f.key for f in r.failures)
         rows.append(

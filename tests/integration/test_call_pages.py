@@ -31,6 +31,8 @@ COUNTS = {
     "span_turns": "document.querySelectorAll('svg g.turn').length",
     "table_turns": "document.querySelectorAll('tr.turn-row').length",
     "svgs": "document.querySelectorAll('svg').length",
+    "stage_bars": "document.querySelectorAll('svg g.stages').length",
+    "stage_rows": "document.querySelectorAll('tr.stage-row').length",
     "external": "Array.from(document.querySelectorAll('[src],[href]'))"
     ".map(e => e.getAttribute('src') || e.getAttribute('href'))"
     ".filter(u => /^(https?:)?\\/\\//.test(u)).length",
@@ -61,6 +63,10 @@ def test_text_replay_pages_render_without_errors_and_show_every_turn(tmp_path: P
         assert turns > 0
         assert seen.values["span_turns"] == turns, name
         assert seen.values["table_turns"] == turns, name
+        # one stacked latency bar and one stages row per answered turn with a breakdown
+        answered = sum(1 for t in result["turns"] if "latency" in t)  # type: ignore[attr-defined,misc]
+        assert seen.values["stage_bars"] == answered, name
+        assert seen.values["stage_rows"] == answered, name
         assert seen.values["svgs"] == 1
         assert seen.values["external"] == 0
     index = asyncio.run(
