@@ -27,6 +27,7 @@ from ..runtime import Bus
 from ..telephony.sim_io import TranscriptFeedSTT
 from ..telephony.simulator import CallSimulator, SpeechSynth
 from .format import RecordedCall
+from .manners import count_cut_ins
 from .observer import CallObserver, answered_lines
 from .results import CallResult, judge
 
@@ -72,6 +73,8 @@ class ReplayedCall:
     talk_after_human: float | None = None
     #: every message the call published on its bus, in order (for benchmarks)
     messages: list[object] = field(default_factory=list)
+    #: agent turns whose first audio started inside a callee utterance (agent/replay/manners.py)
+    cut_ins: int = 0
 
 
 class Replayer:
@@ -201,6 +204,7 @@ class Replayer:
             _voicemail_message(observer.messages, sim.answered_at),
             _talk_after_human(observer.messages),
             list(observer.messages),
+            cut_ins=count_cut_ins(sim.played, call.callee, observer.messages),
         )
 
     async def replay_all(
