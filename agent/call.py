@@ -9,6 +9,7 @@ is stopped and nothing of the call is left running.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from .messages import (
     Direction,
     HangUp,
 )
+from .models.turn_detector import LexicalTurnDetector
 from .runtime import Bus, CallScope, Escalation
 from .runtime.tasks import CallTasks
 from .session import ReplyGate, SessionActor, SessionOptions
@@ -193,7 +195,14 @@ async def run_call(
 
     answered_at: float | None = None
     tracked = CallTasks(call_id)
-    with tracked:
+    # an LLM that can keep one model state per call (the local one) gets one for this
+    # call, so its turns reuse their evaluated prompt prefix whatever other calls do
+    for_call = getattr(models.llm, "for_call", None)
+    call_llm = for_call() if for_call is not None else models.llm
+    release = getattr(call_llm, "release", None)
+    with tracked, contextlib.ExitStack() as scoped:
+        if release is not None and call_llm is not models.llm:
+            scoped.callback(release)
         async with CallScope(call_id, on_escalate=on_escalate) as scope:
             amd = AmdActor(
                 call_id=call_id,
@@ -233,12 +242,13 @@ async def run_call(
                 bus=bus,
                 transport=line,
                 stt_model=models.stt,
-                llm_model=models.llm,
+                llm_model=call_llm,
                 tts_model=models.tts,
                 vad_model=models.vad,
                 instructions=_instructions(config, direction, channel, policy.guardian, warm),
                 options=SessionOptions(
-                    turn_detection=models.turn_detection,
+                    turn_detection=_turn_detection(models.turn_detection, config),
+                    preemptive_generation=config.turn.preemptive_generation,
                     min_endpointing_delay=config.turn.min_endpointing_delay,
                     max_endpointing_delay=config.turn.max_endpointing_delay,
                     min_interruption_duration=config.turn.min_interruption_duration,
@@ -297,6 +307,13 @@ async def run_call(
         logger.debug("cancelled tasks the call left", extra={"call_id": call_id, "n": stray})
     end = final[0]
     return CallOutcome(call_id, end.disposition, end.reason, answered_at, end.at)
+
+
+def _turn_detection(mode: str, config: AgentConfig) -> Any:
+    """The session's turn detection: on audio, the lexical end-of-turn judge by default."""
+    if mode == "vad" and config.turn.end_of_turn == "lexical":
+        return LexicalTurnDetector()
+    return mode
 
 
 def _guardrail_actor(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -63,13 +63,20 @@ class TurnConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     min_endpointing_delay: float = Field(default=0.5, ge=0.0, le=10.0)
-    max_endpointing_delay: float = Field(default=3.0, ge=0.0, le=30.0)
+    max_endpointing_delay: float = Field(default=1.5, ge=0.0, le=30.0)
     min_interruption_duration: float = Field(default=0.5, ge=0.0, le=10.0)
     #: Silence the VAD needs before it reports the end of speech. The STT runs on
     #: each VAD segment, so a window shorter than ``min_endpointing_delay`` lets
     #: transcription overlap the endpointing wait; the turn still needs
     #: ``min_endpointing_delay`` of silence to be committed.
     vad_min_silence: float = Field(default=0.3, ge=0.05, le=5.0)
+    #: How the end of a turn is judged after ``min_endpointing_delay`` of silence:
+    #: ``lexical`` waits up to ``max_endpointing_delay`` when the words so far stop
+    #: mid-sentence ("move it to ..."); ``silence`` goes by the silence alone.
+    end_of_turn: Literal["lexical", "silence"] = "lexical"
+    #: Start the reply (LLM and TTS) on the final transcript, before the turn is
+    #: committed; it is spoken only if the committed turn is the same.
+    preemptive_generation: bool = True
 
 
 class AgentConfig(BaseSettings):

@@ -98,13 +98,15 @@ class CallTransport(Protocol):
 class SessionOptions:
     """How the AgentSession is tuned for phone calls."""
 
-    turn_detection: str = "vad"  # "vad" (audio) or "stt" (text-only replays)
+    #: "vad" (audio), "stt" (text-only replays) or a livekit turn detector (audio: the
+    #: VAD's silence, then the detector's judgement of the words)
+    turn_detection: Any = "vad"
     min_endpointing_delay: float = 0.5
-    max_endpointing_delay: float = 3.0
+    max_endpointing_delay: float = 1.5
     min_interruption_duration: float = 0.5
     tools: list[Any] = field(default_factory=list)
     #: start the LLM and TTS on the final transcript, before the turn is committed (the
-    #: reply is kept only if the committed turn matches; audio turn detection only)
+    #: reply is kept only if the committed turn matches; not with "stt" turn detection)
     preemptive_generation: bool = True
     #: warm-transfer targets (name -> destination); given only when the line can do them
     warm_transfer_targets: dict[str, str] = field(default_factory=dict)
@@ -237,7 +239,7 @@ class SessionActor(Actor):
             live=lambda: self.runs.live(version),
             warm_transfer=self._warm_transfer if o.warm_transfer_targets else None,
             latency=self.latency,
-            preemptive=o.preemptive_generation and o.turn_detection == "vad",
+            preemptive=o.preemptive_generation and o.turn_detection != "stt",
             reply_ready=self._reply_ready,
         )
         if self.controls is not None:

@@ -1,9 +1,13 @@
-"""Response latency on the wall clock: end of callee speech to the first agent audio.
+"""Response latency on the wall clock, stage by stage: end of callee audio to first agent audio.
 
-Replays recorded calls (``configs/demo`` by default) through the full local stack
-on the real clock (``clock.run(..., virtual=False)``): on the virtual clock time
-stands still while a model runs, so only the wall clock shows what a caller would
-wait. Prints every figure; it asserts nothing.
+Replays recorded calls (``configs/demo`` and ``tests/calls/pauses`` by default) through
+the full local stack on the real clock (``clock.run(..., virtual=False)``): on the
+virtual clock time stands still while a model runs, so only the wall clock shows what
+a caller would wait. For every answered callee turn the session publishes a
+``TurnLatency`` (the same breakdown the replay JSON, the call pages and Prometheus
+show); this prints p50/p95 per stage and of the total, the prompt tokens the LLM
+reused, and the cut-ins (agent audio starting before the callee's utterance ended).
+It asserts nothing and exits 0 (2 on bad arguments or input).
 
 Usage::
 
@@ -15,10 +19,9 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
@@ -26,6 +29,7 @@ import numpy as np
 
 from agent.config import AgentConfig, ConfigError, load_config
 from agent.logs import setup_logging
+from agent.messages import LATENCY_STAGES, TurnLatency
 from agent.models.registry import ModelConfigError, UnknownModelError, prewarm
 from agent.replay.format import RecordedCall
 from agent.replay.loader import RecordedCallError, load_paths
@@ -33,18 +37,17 @@ from agent.replay.runner import Replayer, ReplayOptions
 from agent.runtime import clock
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_PATHS = [ROOT / "configs" / "demo"]
+DEFAULT_PATHS = [ROOT / "configs" / "demo", ROOT / "tests" / "calls" / "pauses"]
 
 
 @dataclass
-class CallLatency:
+class CallRow:
     name: str
     ok: bool
-    duration: float
-    wall_seconds: float
     callee_turns: int
-    latencies: list[float]
-    from_audio_end: list[float]
+    wall_seconds: float
+    cut_ins: int
+    turns: list[TurnLatency] = field(default_factory=list)
 
 
 def command_line() -> str:
@@ -52,20 +55,21 @@ def command_line() -> str:
     return f"cd {shlex.quote(os.getcwd())} && {shlex.join([sys.executable, *sys.argv])}"
 
 
-def summary(values: list[float]) -> str:
-    """``n``, p50, p95, mean and max of ``values`` (linear-interpolated percentiles)."""
+def pcts(values: list[float]) -> tuple[str, str, str]:
+    """p50, p95 and max of ``values`` as printable strings ("-" when empty)."""
     if not values:
-        return "n=0"
+        return "-", "-", "-"
     arr = np.asarray(values, dtype=np.float64)
     return (
-        f"n={arr.size}  p50={np.percentile(arr, 50):.3f}  p95={np.percentile(arr, 95):.3f}  "
-        f"mean={arr.mean():.3f}  max={arr.max():.3f}"
+        f"{np.percentile(arr, 50):.3f}",
+        f"{np.percentile(arr, 95):.3f}",
+        f"{arr.max():.3f}",
     )
 
 
 async def measure(
     calls: list[RecordedCall], config: AgentConfig, *, text_only: bool
-) -> list[CallLatency]:
+) -> list[CallRow]:
     replayer = Replayer(config, ReplayOptions(text_only=text_only))
     models = replayer.models()
     started = time.perf_counter()
@@ -73,33 +77,78 @@ async def measure(
     print(f"prewarm: model weights loaded in {time.perf_counter() - started:.1f} s (not timed)")
     print()
     print(
-        f"{'call':<36} {'ok':<4} {'callee':>6} {'timed':>5} {'median':>7} {'max':>7} "
-        f"{'call s':>7} {'wall s':>7}"
+        f"{'call':<40} {'ok':<4} {'callee':>6} {'timed':>5} {'p50':>6} {'max':>6} "
+        f"{'cut-ins':>7} {'wall s':>7}"
     )
     out = []
     for call in calls:
         replayed = await replayer.replay(call)
-        lat = replayed.latencies
         result = replayed.result
-        callee = sum(1 for turn in result.turns if turn.role == "callee")
-        row = CallLatency(
+        turns = [m for m in replayed.messages if isinstance(m, TurnLatency)]
+        row = CallRow(
             call.name,
             result.ok,
-            result.duration,
+            sum(1 for t in result.turns if t.role == "callee"),
             replayed.wall_seconds,
-            callee,
-            lat,
-            replayed.latencies_from_audio_end,
+            getattr(replayed, "cut_ins", 0),
+            turns,
         )
-        median = f"{statistics.median(lat):.3f}" if lat else "-"
-        worst = f"{max(lat):.3f}" if lat else "-"
+        p50, _, worst = pcts([t.total() for t in turns])
         print(
-            f"{row.name:<36} {'yes' if row.ok else 'no':<4} {callee:>6} {len(lat):>5} {median:>7} "
-            f"{worst:>7} {row.duration:>7.1f} {row.wall_seconds:>7.1f}",
+            f"{row.name:<40} {'yes' if row.ok else 'no':<4} {row.callee_turns:>6} "
+            f"{len(turns):>5} {p50:>6} {worst:>6} {row.cut_ins:>7} {row.wall_seconds:>7.1f}",
             flush=True,
         )
         out.append(row)
     return out
+
+
+def report(rows: list[CallRow]) -> None:
+    """The stage table, the totals, prompt reuse and cut-ins."""
+    turns = [t for row in rows for t in row.turns]
+    print()
+    print(f"answered callee turns: {len(turns)} in {len(rows)} calls")
+    print()
+    print(f"{'stage':<18} {'p50':>7} {'p95':>7} {'max':>7}   what it measures")
+    meaning = {
+        "vad": "callee audio end -> the VAD ends the speech segment",
+        "stt": "-> the final transcript",
+        "endpointing": "-> the turn is committed",
+        "llm_request": "-> the LLM request is sent",
+        "llm_first_token": "-> its first token",
+        "first_sentence": "-> the sentence gate releases the first sentence",
+        "tts": "-> TTS has the first audio",
+        "playout": "-> the first agent audio is played",
+    }
+    stages = [t.stages() for t in turns]
+    for stage in LATENCY_STAGES:
+        p50, p95, worst = pcts([s[stage] for s in stages])
+        print(f"{stage:<18} {p50:>7} {p95:>7} {worst:>7}   {meaning[stage]}")
+    p50, p95, worst = pcts([t.total() for t in turns])
+    print(f"{'total':<18} {p50:>7} {p95:>7} {worst:>7}   callee audio end -> first agent audio")
+    from_vad = [t.first_audio - t.vad_end for t in turns if t.vad_end is not None]
+    p50, p95, worst = pcts(from_vad)
+    label = "from VAD end"
+    print(f"{label:<18} {p50:>7} {p95:>7} {worst:>7}   the VAD's end of speech -> first audio")
+    print("(each stage counts only the time it added to the critical path; stages sum to total)")
+    print()
+    later = [t for t in turns if t.prompt_tokens and t.cached_tokens is not None]
+    reused = [t.cached_tokens / t.prompt_tokens for t in later if t.cached_tokens]  # type: ignore[operator]
+    if later:
+        share = np.mean([t.cached_tokens / t.prompt_tokens for t in later])  # type: ignore[operator]
+        print(
+            f"LLM prompt: {np.mean([t.prompt_tokens for t in later]):.0f} tokens on average, "
+            f"{share:.0%} of them reused from the context's cache "
+            f"({len(reused)} of {len(later)} requests reused some)"
+        )
+    preemptive = sum(1 for t in turns if t.preemptive)
+    print(f"preemptive replies kept: {preemptive} of {len(turns)}")
+    print(
+        f"cut-ins (agent audio before the callee's utterance ended): {sum(r.cut_ins for r in rows)}"
+    )
+    clocks = {t.clock for t in turns}
+    if clocks != {"wall"}:
+        print(f"note: clock {sorted(clocks)}: virtual-clock stages leave model time out")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,26 +176,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"mode: {mode}")
     print("clock: real (wall clock); calls run one after another in one process")
     print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
-    print(
-        "latency: end of callee speech (the session's user-speech-stopped event, i.e. after "
-        "the VAD's silence window) to the first agent audio of the reply, seconds; "
-        "timed = callee turns the agent answered before the callee spoke again or hung up"
-    )
     try:
         rows = clock.run(measure(calls, config, text_only=args.text_only), virtual=False)
     except (ConfigError, UnknownModelError, ModelConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    every = [x for row in rows for x in row.latencies]
-    medians = [statistics.median(row.latencies) for row in rows if row.latencies]
-    truth = [x for row in rows for x in row.from_audio_end]
-    print()
-    print("from the session's end-of-speech event (after the VAD's silence window):")
-    print(f"  all turns:        {summary(every)}")
-    print(f"  per-call medians: {summary(medians)}")
-    print("from the true end of the callee's audio (the simulator's ground truth; includes")
-    print("the silence the VAD needs to decide the callee stopped):")
-    print(f"  all turns:        {summary(truth)}")
+    report(rows)
     print(f"host load average {os.getloadavg()[0]:.2f} at end")
     return 0
 

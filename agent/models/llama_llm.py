@@ -90,32 +90,95 @@ class _LoadedModel:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-_MODELS: dict[tuple[str, int, int], _LoadedModel] = {}
-_MODELS_LOCK = threading.Lock()
+@dataclass
+class _Slots:
+    """The contexts (model states) of one model file: one per call in flight, reused.
+
+    A context keeps the tokens it last evaluated, so the next request that shares their
+    prefix evaluates only the rest (llama.cpp's prefix match in ``Llama.generate``). A
+    call keeps one context while it runs, so its turns reuse their prompt prefix even
+    when other calls run in the same process; a free context (whose last prompt often
+    shares the instructions with the next call's) goes to the next call. Past
+    ``max_slots`` calls share the least busy context: still correct (every request
+    compares its tokens with the context's), only slower.
+    """
+
+    options: LlamaOptions
+    path: str
+    max_slots: int
+    models: list[_LoadedModel] = field(default_factory=list)
+    owners: dict[int, int] = field(default_factory=dict)  # id(owner) -> slot index
+
+    def get(self, owner: object | None) -> _LoadedModel:
+        """The context of ``owner`` (a call), assigning one on first use; blocking."""
+        if owner is None:
+            return self._model(0)
+        with _MODELS_LOCK:
+            index = self.owners.get(id(owner))
+            if index is None:
+                index = self._assign()
+                self.owners[id(owner)] = index
+        return self._model(index)
+
+    def release(self, owner: object) -> None:
+        """``owner``'s call is over: its context becomes free for the next call."""
+        with _MODELS_LOCK:
+            self.owners.pop(id(owner), None)
+
+    def _assign(self) -> int:
+        taken = list(self.owners.values())
+        for index in range(len(self.models)):
+            if index not in taken:
+                return index
+        if len(self.models) < self.max_slots:
+            return len(self.models)
+        return min(range(len(self.models)), key=taken.count)
+
+    def _model(self, index: int) -> _LoadedModel:
+        with _MODELS_LOCK:
+            while len(self.models) <= index:
+                self.models.append(_load_context(self.path, self.options))
+            return self.models[index]
 
 
-def load_llama_model(options: LlamaOptions) -> _LoadedModel:
-    """Load (once per process) the model for ``options``; blocking."""
+def _load_context(path: str, options: LlamaOptions) -> _LoadedModel:
+    from llama_cpp import Llama
+
+    started = time.perf_counter()
+    llama = Llama(model_path=path, n_ctx=options.n_ctx, n_threads=options.n_threads, verbose=False)
+    logger.info(
+        "llama model loaded",
+        extra={"model_path": path, "seconds": round(time.perf_counter() - started, 3)},
+    )
+    return _LoadedModel(llama=llama)
+
+
+_MODELS: dict[tuple[str, int, int], _Slots] = {}
+# re-entrant: a slot's first use loads its context while the table is held
+_MODELS_LOCK = threading.RLock()
+#: contexts per model file: calls in flight past this share one (see :class:`_Slots`)
+MAX_CONTEXTS = 8
+
+
+def _slots(options: LlamaOptions) -> _Slots:
     path = options.model_path or default_gguf_path()
     key = (path, options.n_ctx, options.n_threads)
     with _MODELS_LOCK:
-        loaded = _MODELS.get(key)
-        if loaded is None:
-            from llama_cpp import Llama
+        slots = _MODELS.get(key)
+        if slots is None:
+            slots = _MODELS[key] = _Slots(options, path, MAX_CONTEXTS)
+        return slots
 
-            started = time.perf_counter()
-            llama = Llama(
-                model_path=path,
-                n_ctx=options.n_ctx,
-                n_threads=options.n_threads,
-                verbose=False,
-            )
-            loaded = _MODELS[key] = _LoadedModel(llama=llama)
-            logger.info(
-                "llama model loaded",
-                extra={"model_path": path, "seconds": round(time.perf_counter() - started, 3)},
-            )
-        return loaded
+
+def load_llama_model(options: LlamaOptions, owner: object | None = None) -> _LoadedModel:
+    """Load (once per process) the model for ``options``; blocking.
+
+    Args:
+        options: which model file and how to run it.
+        owner: the call the context is for (see :meth:`LlamaLLM.for_call`); ``None``
+            means the process's first context.
+    """
+    return _slots(options).get(owner)
 
 
 def chat_ctx_to_messages(chat_ctx: llm.ChatContext) -> list[dict[str, str]]:
@@ -123,7 +186,13 @@ def chat_ctx_to_messages(chat_ctx: llm.ChatContext) -> list[dict[str, str]]:
 
     system and developer become ``system``; function calls, their outputs and other
     non-message items are dropped (the model cannot use them); empty messages are dropped.
+    System messages before the first user message (the agent's instructions) become one
+    leading system message, even when something the agent said came first (a greeting
+    spoken before the first request): the prompt then starts with the same tokens on
+    every request of a call, and of calls with the same instructions, so the model's
+    evaluated prefix is reused.
     """
+    head: list[str] = []
     messages: list[dict[str, str]] = []
     for item in chat_ctx.items:
         if not isinstance(item, llm.ChatMessage):
@@ -132,11 +201,12 @@ def chat_ctx_to_messages(chat_ctx: llm.ChatContext) -> list[dict[str, str]]:
         if not text:
             continue
         role = "system" if item.role in ("system", "developer") else item.role
-        if role == "system" and messages and all(m["role"] == "system" for m in messages):
-            # the leading instructions become one system message
-            messages[0]["content"] += "\n" + text
+        if role == "system" and all(m["role"] != "user" for m in messages):
+            head.append(text)
             continue
         messages.append({"role": role, "content": text})
+    if head:
+        messages.insert(0, {"role": "system", "content": "\n".join(head)})
     return messages
 
 
@@ -175,6 +245,24 @@ class LlamaLLM(llm.LLM):
         """
         super().__init__()
         self._opts = options or LlamaOptions()
+        #: the call this instance's requests belong to (see :meth:`for_call`)
+        self._owner: object | None = None
+
+    def for_call(self) -> LlamaLLM:
+        """An LLM for one call: same weights, its own context while the call runs.
+
+        The call's requests then reuse the prompt prefix they share (the instructions and
+        the conversation so far) whatever other calls do meanwhile. Call :meth:`release`
+        when the call is over.
+        """
+        scoped = LlamaLLM(options=self._opts)
+        scoped._owner = scoped
+        return scoped
+
+    def release(self) -> None:
+        """Give this call's context back (a no-op for the process-wide instance)."""
+        if self._owner is not None:
+            _slots(self._opts).release(self._owner)
 
     @property
     def model(self) -> str:
@@ -263,7 +351,7 @@ class LlamaLLM(llm.LLM):
     def _label_logprobs_blocking(
         self, messages: list[dict[str, str]], labels: list[str]
     ) -> dict[str, float]:
-        loaded = load_llama_model(self._opts)
+        loaded = load_llama_model(self._opts, self._owner)
         with loaded.lock:
             logprobs = next_token_logprobs(loaded.llama, messages)
             return match_label_logprobs(loaded.llama, logprobs, labels)
@@ -298,6 +386,7 @@ class LlamaStream(llm.LLMStream):
     ) -> None:
         super().__init__(llm_, chat_ctx=chat_ctx, tools=tools, conn_options=conn_options)
         self._opts = llm_.options
+        self._owner = llm_._owner
         self._max_tokens = max_tokens
         self._temperature = temperature
 
@@ -351,12 +440,14 @@ class LlamaStream(llm.LLMStream):
         stop: threading.Event,
         emit: Callable[[object], None],
     ) -> llm.CompletionUsage:
-        loaded = load_llama_model(self._opts)
-        completion = prompt = 0
+        loaded = load_llama_model(self._opts, self._owner)
+        completion = prompt = cached = 0
         try:
             with loaded.lock:
                 if stop.is_set():
                     return llm.CompletionUsage(completion_tokens=0, prompt_tokens=0, total_tokens=0)
+                tokens = chat_prompt_tokens(loaded.llama, messages)
+                prompt, cached = len(tokens), cached_prefix(loaded.llama, tokens)
                 chunks = loaded.llama.create_chat_completion(
                     messages=messages,  # type: ignore[arg-type]
                     stream=True,
@@ -375,13 +466,30 @@ class LlamaStream(llm.LLMStream):
                             emit(content)
                 finally:
                     chunks.close()  # type: ignore[attr-defined]
-                total = loaded.llama.n_tokens
-                prompt = max(0, total - completion)
         finally:
             emit(_DONE)
         return llm.CompletionUsage(
-            completion_tokens=completion, prompt_tokens=prompt, total_tokens=prompt + completion
+            completion_tokens=completion,
+            prompt_tokens=prompt,
+            prompt_cached_tokens=cached,
+            total_tokens=prompt + completion,
         )
+
+
+def cached_prefix(llama: Llama, tokens: list[int]) -> int:
+    """How many of the prompt ``tokens`` the context already holds (and will not evaluate).
+
+    The leading tokens it evaluated last that equal the prompt's; ``Llama.generate``
+    keeps exactly those (re-evaluating one when the whole prompt matches, to refresh
+    the logits).
+    """
+    held = llama._input_ids[: llama.n_tokens].tolist()
+    same = 0
+    for a, b in zip(held, tokens, strict=False):
+        if a != b:
+            break
+        same += 1
+    return min(same, max(0, len(tokens) - 1))
 
 
 # -- next-token log-probabilities (label_logprobs) -----------------------------------------

@@ -157,3 +157,41 @@ async def test_closing_a_running_smollm2_stream_stops_generation_promptly() -> N
     assert reply.text
     assert time.perf_counter() - started < 5
     await model.aclose()
+
+
+async def _usage(model: LlamaLLM, ctx: llm.ChatContext) -> llm.CompletionUsage:
+    usage = None
+    async with model.chat(chat_ctx=ctx) as stream:
+        async for chunk in stream:
+            if chunk.usage is not None:
+                usage = chunk.usage
+    assert usage is not None
+    return usage
+
+
+async def test_a_calls_second_request_reuses_the_evaluated_prompt_prefix() -> None:
+    shared = build_llm("local/smollm2-135m")
+    assert isinstance(shared, LlamaLLM)
+    call_a, call_b = shared.for_call(), shared.for_call()
+    ctx_a = _short_chat()
+    first = await _usage(call_a, ctx_a)
+    assert first.prompt_tokens > 20
+    # another call in between has a context of its own: it does not evict call A's
+    ctx_b = llm.ChatContext.empty()
+    ctx_b.add_message(role="system", content="You are a pirate who answers in rhymes.")
+    ctx_b.add_message(role="user", content="Where is the treasure?")
+    await _usage(call_b, ctx_b)
+    ctx_a.add_message(role="assistant", content="Sure, what day suits you?")
+    ctx_a.add_message(role="user", content="Thursday afternoon, please.")
+    second = await _usage(call_a, ctx_a)
+    assert second.prompt_tokens > first.prompt_tokens
+    assert second.prompt_cached_tokens >= first.prompt_tokens - 2
+    assert second.prompt_cached_tokens > second.prompt_tokens // 2
+    # a call that is over gives its context to the next call
+    context_b = load_llama_model(shared.options, call_b)
+    assert context_b is not load_llama_model(shared.options, call_a)
+    call_b.release()
+    call_c = shared.for_call()
+    assert load_llama_model(shared.options, call_c) is context_b
+    call_a.release()
+    call_c.release()

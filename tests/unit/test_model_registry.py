@@ -167,6 +167,22 @@ def test_chat_context_becomes_role_content_messages() -> None:
     ]
 
 
+def test_instructions_lead_the_prompt_even_after_a_spoken_greeting() -> None:
+    # a greeting said before the first request sits before the instructions in the
+    # history; the prompt still starts with them, so every request shares its prefix
+    ctx = llm.ChatContext.empty()
+    ctx.add_message(role="assistant", content="Hi, this is Sam from Acme Dental.")
+    ctx.add_message(role="system", content="You are a phone agent.")
+    ctx.add_message(role="user", content="Who is this?")
+    ctx.add_message(role="system", content="Keep it short.")
+    assert chat_ctx_to_messages(ctx) == [
+        {"role": "system", "content": "You are a phone agent."},
+        {"role": "assistant", "content": "Hi, this is Sam from Acme Dental."},
+        {"role": "user", "content": "Who is this?"},
+        {"role": "system", "content": "Keep it short."},
+    ]
+
+
 def test_long_history_is_trimmed_from_the_oldest_turn() -> None:
     messages = [{"role": "system", "content": "s" * 30}] + [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"{i}" * 300} for i in range(10)

@@ -1,0 +1,98 @@
+"""LexicalTurnDetector: is the callee done, judging by how their words end?
+
+A livekit turn detector (``turn_detection=`` on the AgentSession). After the VAD has
+heard ``min_endpointing_delay`` of silence, livekit asks it how likely the transcript
+so far ends the callee's turn; below :meth:`unlikely_threshold` it waits up to
+``max_endpointing_delay`` instead, and speech that resumes meanwhile cancels the wait.
+
+The judgement is lexical and language-specific (English): an utterance that stops on a
+word that cannot end a sentence ("to", "the", "and", "my", "um") or on a trailing
+comma, dash or ellipsis was interrupted by a pause, not finished. So a caller who says
+"I'd like to move it to ... Thursday" is not answered in the gap, while a finished
+sentence is answered as soon as the short delay allows. It needs no model weights and
+answers in microseconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+from livekit.agents import llm
+
+__all__ = ["LexicalTurnDetector", "end_of_turn_probability"]
+
+#: words after which an English utterance is not over. Only words that (almost) never
+#: end a finished sentence: "it", "that", "on", "do" and the like end short answers
+#: ("I'll take it", "hold on", "yes I do") and are left out on purpose.
+_DANGLING = frozenset(
+    """
+    a an the my your our their
+    to of for with at into onto via per than as
+    and or but nor because if although though unless whether while
+    i we they he she i'm we're you're they're it's there's that's what's
+    i'll we'll you'll i've we've i'd we'd
+    gonna wanna gotta let's
+    um uh er erm uhm hmm mm ah
+    """.split()
+)
+#: a pause mark at the very end of the transcript
+_TRAILING_PAUSE = re.compile(r"(,|;|:|-|–|—|\.\.\.|…)\s*$")
+_WORD = re.compile(r"[a-z']+")
+
+#: probability given to an utterance that reads as unfinished / finished
+UNFINISHED = 0.05
+FINISHED = 0.95
+
+
+def end_of_turn_probability(text: str) -> float:
+    """How likely ``text`` (the callee's words so far) is a finished turn (0 to 1)."""
+    stripped = text.strip()
+    if not stripped:
+        return FINISHED
+    if _TRAILING_PAUSE.search(stripped):
+        return UNFINISHED
+    words = _WORD.findall(stripped.lower())
+    if not words:
+        return FINISHED
+    return UNFINISHED if words[-1] in _DANGLING else FINISHED
+
+
+class LexicalTurnDetector:
+    """livekit's turn-detector protocol over :func:`end_of_turn_probability`.
+
+    Args:
+        threshold: below this probability livekit waits ``max_endpointing_delay``.
+    """
+
+    def __init__(self, threshold: float = 0.5) -> None:
+        self._threshold = threshold
+
+    @property
+    def model(self) -> str:
+        """Name reported in livekit's metrics."""
+        return "lexical"
+
+    @property
+    def provider(self) -> str:
+        """Provider reported in livekit's metrics."""
+        return "callrt"
+
+    async def unlikely_threshold(self, language: str | None) -> float | None:
+        """Below this, the turn is unlikely to be over."""
+        return self._threshold
+
+    async def supports_language(self, language: str | None) -> bool:
+        """English only (the word lists are English); others fall back to silence."""
+        return language is None or str(language).lower().startswith("en")
+
+    async def predict_end_of_turn(
+        self,
+        chat_ctx: llm.ChatContext,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 (livekit's protocol)
+    ) -> float:
+        """The probability that the latest user message ends the callee's turn."""
+        for item in reversed(chat_ctx.items):
+            if isinstance(item, llm.ChatMessage) and item.role == "user":
+                return end_of_turn_probability(item.text_content or "")
+        return FINISHED
