@@ -335,21 +335,25 @@ class _Compiler:
             words = [(item.source, f"{key}[{i}]", w) for i, w in enumerate(item.words)]
             return re.compile(self.alternatives(words))
         assert item.regex is not None
-        parts: list[str] = []
+        parts: list[tuple[str, str]] = []
         for index, regex in enumerate(item.regex):
             key = f"{item.key}.regex" + (f"[{index}]" if len(item.regex) > 1 else "")
             expanded = self.expand(item.source, key, regex)
             if index:  # alternatives are joined: keep their value groups apart
                 expanded = expanded.replace("(?P<value>", f"(?P<value_{index}>")
-            try:
-                re.compile(expanded)
-            except re.error as error:
-                _fail(item.source, key, f"a valid regular expression ({error})")
-            parts.append(expanded)
-        joined = parts[0] if len(parts) == 1 else "|".join(f"(?:{p})" for p in parts)
+            parts.append((key, expanded))
+        joined = "|".join(f"(?:{p})" for _, p in parts) if len(parts) > 1 else parts[0][1]
         try:
+            # one compile of the whole item: the packs' regexes are large, and compiling
+            # each part first as well doubled the start-up of every process
             return re.compile(joined)
-        except re.error as error:  # e.g. the same group name in two alternatives
+        except re.error as error:
+            for key, part in parts:  # name the part at fault
+                try:
+                    re.compile(part)
+                except re.error as part_error:
+                    _fail(item.source, key, f"a valid regular expression ({part_error})")
+            # e.g. the same group name in two alternatives
             _fail(item.source, f"{item.key}.regex", f"a valid regular expression ({error})")
 
 
