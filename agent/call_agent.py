@@ -129,6 +129,7 @@ class CallAgent(Agent):
         latency: LatencyRecorder | None = None,
         preemptive: bool = False,
         reply_ready: Callable[[str], None] | None = None,
+        pending: Callable[[str], bool] | None = None,
     ) -> None:
         # preemptive generation (LLM and TTS start on the final transcript, before the
         # turn is committed) is switched on only while the reply gate allows automatic
@@ -141,6 +142,10 @@ class CallAgent(Agent):
         )
         self._latency = latency
         self._reply_ready = reply_ready or (lambda turn_id: None)
+        # a preemptive reply is not a run until livekit keeps it: what it would tell the
+        # call (its sentences, its control markers) waits, and is dropped if it is not kept
+        self._pending = pending or (lambda run_id: False)
+        self._held: dict[str, list[Any]] = {}
         self._warm_transfer = warm_transfer
         self._controls = controls
         self._no_reply = no_reply or (lambda turn_id: None)
@@ -427,11 +432,28 @@ class CallAgent(Agent):
             return
         loop = asyncio.get_running_loop()
         for m in found:
-            self._publish(
+            self._publish_for(
+                run_id,
                 ControlMarkerSeen(
                     call_id=self._call_id, at=loop.time(), run_id=run_id, marker=m.kind, arg=m.arg
-                )
+                ),
             )
+
+    def _publish_for(self, run_id: str, msg: Any) -> None:
+        """Publish what ``run_id`` did now, or once it is kept if it is still preemptive."""
+        if self._pending(run_id):
+            self._held.setdefault(run_id, []).append(msg)
+        else:
+            self._publish(msg)
+
+    def run_kept(self, run_id: str) -> None:
+        """livekit kept preemptive reply ``run_id``: what it held back is published now."""
+        for msg in self._held.pop(run_id, []):
+            self._publish(msg)
+
+    def run_dropped(self, run_id: str) -> None:
+        """Preemptive reply ``run_id`` was discarded: nothing it did is told."""
+        self._held.pop(run_id, None)
 
     async def _record_failure(self, run_id: str, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
         try:
@@ -462,10 +484,11 @@ class CallAgent(Agent):
 
     def _released(self, run_id: str, index: int, text: str) -> None:
         loop = asyncio.get_running_loop()
-        self._publish(
+        self._publish_for(
+            run_id,
             AgentSentence(
                 call_id=self._call_id, at=loop.time(), run_id=run_id, index=index, text=text
-            )
+            ),
         )
 
 

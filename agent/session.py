@@ -161,6 +161,8 @@ class SessionActor(Actor):
         self._self_recorded: list[str] = []
         #: a reply livekit started before the turn was committed (preemptive generation)
         self._preemptive: SpeechHandle | None = None
+        #: preemptive replies not kept (yet): their messages wait in the agent
+        self._unkept: set[str] = set()
         self.latency: LatencyRecorder | None = None
 
     def _now(self) -> float:
@@ -241,6 +243,7 @@ class SessionActor(Actor):
             latency=self.latency,
             preemptive=o.preemptive_generation and o.turn_detection != "stt",
             reply_ready=self._reply_ready,
+            pending=self._unkept.__contains__,
         )
         if self.controls is not None:
             self.controls.interrupt = self._interrupt_for
@@ -340,6 +343,7 @@ class SessionActor(Actor):
                     # a preemptive reply: it becomes a run only if livekit keeps it for
                     # the committed turn (see _reply_ready); a discarded one never existed
                     self._preemptive = handle
+                    self._unkept.add(handle.id)
                     handle.add_done_callback(self._on_preemptive_done)
                     return
         self._begin(handle, turn_id)
@@ -371,12 +375,19 @@ class SessionActor(Actor):
         agent.replying_turn = None
         self._begin(handle, turn_id)
         self._preemptive = None
+        self._unkept.discard(handle.id)
+        agent.run_kept(handle.id)
 
     def _on_preemptive_done(self, handle: SpeechHandle) -> None:
         if self._preemptive is handle:
             self._preemptive = None
-        if handle.id not in self._handles and self.latency is not None:
-            self.latency.discard(handle.id)  # never spoken: no run, no turn, no message
+        if handle.id in self._unkept:
+            # never spoken: no run, no turn, no message
+            self._unkept.discard(handle.id)
+            if self.agent is not None:
+                self.agent.run_dropped(handle.id)
+            if self.latency is not None:
+                self.latency.discard(handle.id)
 
     def _turn_without_reply(self, turn_id: str) -> None:
         self.runs.no_reply(turn_id)

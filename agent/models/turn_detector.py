@@ -21,13 +21,15 @@ from livekit.agents import llm
 
 __all__ = ["LexicalTurnDetector", "end_of_turn_probability"]
 
-#: words after which an English utterance is not over. Only words that (almost) never
-#: end a finished sentence: "it", "that", "on", "do" and the like end short answers
-#: ("I'll take it", "hold on", "yes I do") and are left out on purpose.
+#: words after which an English utterance is not over: words that rarely end a
+#: finished sentence on a call ("in", "about" and "from" sometimes do, "what's it
+#: about?", but a caller cut off mid-sentence costs more than a late reply). "it",
+#: "that", "on", "do" and the like end short answers ("I'll take it", "hold on",
+#: "yes I do") and are left out on purpose.
 _DANGLING = frozenset(
     """
     a an the my your our their
-    to of for with at into onto via per than as
+    to of for with at in into onto from about by via per than as
     and or but nor because if although though unless whether while
     i we they he she i'm we're you're they're it's there's that's what's
     i'll we'll you'll i've we've i'd we'd

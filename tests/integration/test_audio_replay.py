@@ -17,6 +17,7 @@ from agent.replay.loader import load_paths
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
 from agent.runtime import clock
 from tests.conftest import CALLS, DEMO
+from tests.latency_checks import answered_callee_turns, check_breakdown
 
 pytestmark = pytest.mark.integration
 
@@ -51,6 +52,11 @@ def test_human_conversation_is_heard_answered_and_recorded(tmp_path: Path) -> No
     assert len(agent) >= 2 and all(t.text for t in agent)
     assert agent[0].start >= callee[0].end
     assert r.latencies and all(lat >= 0 for lat in r.latencies)
+    # the latency gate: every answered turn carries its stages, VAD and STT included
+    answered = answered_callee_turns(res)
+    assert len(answered) >= 2
+    for turn in answered:
+        check_breakdown(turn, audio=True)
     info = sf.info(str(tmp_path / "demo-human-conversation.wav"))
     assert info.channels == 2 and info.duration == pytest.approx(res.duration, abs=1.0)
     audio, _ = sf.read(str(tmp_path / "demo-human-conversation.wav"))
