@@ -350,6 +350,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--llm-load", action="store_true", help="keep the local LLM generating meanwhile"
     )
+    parser.add_argument(
+        "--full-window",
+        action="store_true",
+        help="encode Whisper's padded 30 s window (as before fit_window) instead of a fitted one",
+    )
     parser.add_argument("--limit", type=int, default=None, help="only the first N lines")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every final")
     args = parser.parse_args(argv)
@@ -369,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
         opts["beam_size"] = args.beam
     if args.interim_every is not None:
         opts["interim_every"] = args.interim_every
+    if args.full_window:
+        opts["fit_window"] = False
     from agent.models.whisper_stt import WhisperOptions
 
     shown = WhisperOptions(**opts)  # type: ignore[arg-type]
@@ -378,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"whisper: tiny.en {shown.compute_type}, {shown.cpu_threads} threads, beam "
-        f"{shown.beam_size}; streaming: interim every {shown.interim_every} s, trim after "
+        f"{shown.beam_size}, {'fitted' if shown.fit_window else 'full 30 s'} window; "
+        f"streaming: interim every {shown.interim_every} s, trim after "
         f"{shown.trim_after} s; VAD min silence {config.turn.vad_min_silence} s"
     )
     started = time.perf_counter()
