@@ -462,7 +462,11 @@ def test_text_only_replay_prints_one_result_per_call_in_spec_order() -> None:
     assert busy["turns"] == []
     assert human["disposition"] == "completed"
     assert {t["role"] for t in human["turns"]} == {"callee", "agent"}
-    assert human["turns"][0] == {"role": "callee", "start": 0.5, "end": 0.89, "text": "Hello?"}
+    first = dict(human["turns"][0])
+    latency = first.pop("latency")  # the agent answered "Hello?": its latency breakdown
+    assert first == {"role": "callee", "start": 0.5, "end": 0.89, "text": "Hello?"}
+    assert latency["clock"] == "virtual" and latency["milestones"]["audio_end"] == 0.89
+    assert sum(latency["stages"].values()) == pytest.approx(latency["total"], abs=0.01)
 
 
 HUMAN_EXPECTING_VOICEMAIL = """\
