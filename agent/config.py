@@ -62,7 +62,7 @@ class TurnConfig(BaseModel):
     """How turns are taken on the phone."""
 
     model_config = ConfigDict(extra="forbid")
-    min_endpointing_delay: float = Field(default=0.5, ge=0.0, le=10.0)
+    min_endpointing_delay: float = Field(default=0.9, ge=0.0, le=10.0)
     max_endpointing_delay: float = Field(default=1.5, ge=0.0, le=30.0)
     min_interruption_duration: float = Field(default=0.5, ge=0.0, le=10.0)
     #: Silence the VAD needs before it reports the end of speech. The STT runs on

@@ -101,7 +101,7 @@ class SessionOptions:
     #: "vad" (audio), "stt" (text-only replays) or a livekit turn detector (audio: the
     #: VAD's silence, then the detector's judgement of the words)
     turn_detection: Any = "vad"
-    min_endpointing_delay: float = 0.5
+    min_endpointing_delay: float = 0.9
     max_endpointing_delay: float = 1.5
     min_interruption_duration: float = 0.5
     tools: list[Any] = field(default_factory=list)

@@ -252,7 +252,7 @@ def test_the_pause_suite_meets_its_expectations() -> None:
 
 def test_text_only_agent_cuts_into_pauses_longer_than_its_endpointing_delay() -> None:
     # text-only, the agent answers min_endpointing_delay (0.5 s) after a final transcript
-    for call, r in _replay_pauses():
+    for call, r in _replay_pauses(turn={"min_endpointing_delay": 0.5}):
         longer = [p for p in _pause_lengths(call) if p > 0.5]
         assert (r.cut_ins >= len(longer) > 0) or (r.cut_ins == 0 and not longer), call.name
 
