@@ -96,7 +96,7 @@ class WhisperOptions:
     streaming: bool = True
     interim_every: float = 0.7
     trim_after: float = 8.0
-    fit_window: bool = True
+    fit_window: bool = False
 
     def resolved_path(self) -> str:
         """The model directory to load."""
