@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 
 import numpy as np
@@ -14,24 +13,11 @@ from livekit.agents import llm, stt, vad
 from agent.models import build_llm, build_stt, build_tts, build_vad
 from agent.models.llama_llm import LlamaLLM, load_llama_model
 from agent.models.piper_tts import resample_pcm, synthesize_pcm
+from tests.wer import word_error_rate
 
 pytestmark = pytest.mark.integration
 
 PHRASE = "Hello, this is a test of the phone line."
-
-
-def _words(text: str) -> list[str]:
-    return re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split()
-
-
-def word_error_rate(reference: str, hypothesis: str) -> float:
-    ref, hyp = _words(reference), _words(hypothesis)
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[len(hyp)] / max(1, len(ref))
 
 
 def _frames(pcm: np.ndarray, sample_rate: int, ms: int = 20) -> list[rtc.AudioFrame]:

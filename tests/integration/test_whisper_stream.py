@@ -7,7 +7,6 @@ still while Whisper decodes, so what is heard does not depend on the machine's s
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 
 import numpy as np
@@ -20,6 +19,7 @@ from agent.models.piper_tts import synthesize_pcm
 from agent.models.whisper_stream import StreamingWhisperSTT
 from agent.models.whisper_stt import Decoded, WhisperOptions
 from agent.runtime import clock
+from tests.wer import word_error_rate, words
 
 pytestmark = pytest.mark.integration
 
@@ -32,20 +32,6 @@ LONG = (
     "at ten in the morning. Could you please call us back when you have a moment, the "
     "number is on your card. Thank you and have a nice day."
 )
-
-
-def _words(text: str) -> list[str]:
-    return re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split()
-
-
-def word_error_rate(reference: str, hypothesis: str) -> float:
-    ref, hyp = _words(reference), _words(hypothesis)
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[len(hyp)] / max(1, len(ref))
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +85,7 @@ def test_interims_come_first_and_the_final_is_as_good_as_the_batch_one(
     assert kinds[0] == S.START_OF_SPEECH and kinds[-2:] == [S.END_OF_SPEECH, S.FINAL_TRANSCRIPT]
     interims = _texts(events, S.INTERIM_TRANSCRIPT)
     assert interims and kinds.index(S.INTERIM_TRANSCRIPT) < kinds.index(S.FINAL_TRANSCRIPT)
-    assert "furniture" in _words(" ".join(interims))
+    assert "furniture" in words(" ".join(interims))
     (final,) = _texts(events, S.FINAL_TRANSCRIPT)
     (batch_final,) = _texts(batch, S.FINAL_TRANSCRIPT)
     assert word_error_rate(FIRST, final) <= max(word_error_rate(FIRST, batch_final), 0.1), (
@@ -186,6 +172,6 @@ def test_closing_mid_decode_leaves_nothing_running(speech: dict[str, np.ndarray]
         assert leftover == [], [t.get_name() for t in leftover]
         # the model is free: a batch decode runs at once
         event = await model.recognize(rtc.AudioFrame(audio.tobytes(), RATE, 1, len(audio)))
-        assert "furniture" in _words(event.alternatives[0].text)
+        assert "furniture" in words(event.alternatives[0].text)
 
     clock.run(main())
