@@ -1,8 +1,10 @@
 """``python -m agent campaign ...``: create, start, pause, resume, cancel, status, report.
 
 Every command takes ``--db URL`` (or ``CALLRT_DB_URL``); the default store is
-the SQLite file ``runs/campaigns.db``. Bad input (files, names, URLs, states)
-exits 2 with one line naming what was wrong.
+the SQLite file ``runs/campaigns.db`` in the working folder. Only ``create`` and
+``dnc add`` make a store that does not exist; the other commands say "no campaign
+store at PATH". A relative SQLite path is printed resolved. Bad input (files,
+names, URLs, states) exits 2 with one line naming what was wrong.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .store import DB_ENV, StoreError, default_db_url
+from .location import StoreLocation, default_store_help, locate
+from .store import StoreError, StoreMissing
 
 T = TypeVar("T")
 
@@ -31,11 +34,8 @@ campaign_app = typer.Typer(
 )
 err = Console(stderr=True, soft_wrap=True)
 
-_DB = typer.Option(
-    "--db",
-    envvar=DB_ENV,
-    help="campaign store URL: sqlite:///FILE or postgresql://USER:PASS@HOST/DB",
-)
+# no envvar= here: locate() reads CALLRT_DB_URL itself, so messages name the source
+_DB = typer.Option("--db", help=default_store_help())
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -51,15 +51,42 @@ def _check_name(name: str) -> str:
     return name
 
 
-def _run(db: str | None, work: Callable[[Any], Awaitable[T]], *, virtual: bool = False) -> T:
-    """Open the store, run ``work(store)``, close it; store problems exit 2."""
+def _locate(db: str | None, *, create: bool) -> StoreLocation:
+    """Where the store is; prints the resolved file when the URL's path was relative."""
+    try:
+        location = locate(db)
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    note = location.note()
+    if note is not None and (create or (location.path is not None and location.path.is_file())):
+        err.print(f"[{note}]", markup=False, highlight=False)
+    return location
+
+
+def _store_error(location: StoreLocation, exc: StoreError) -> typer.Exit:
+    if isinstance(exc, StoreMissing):
+        return _fail(location.missing())
+    return _fail(f"{'--db' if location.source == 'default' else location.source}: {exc}")
+
+
+def _run(
+    db: str | None,
+    work: Callable[[Any], Awaitable[T]],
+    *,
+    virtual: bool = False,
+    create: bool = False,
+) -> T:
+    """Open the store, run ``work(store)``, close it; store problems exit 2.
+
+    Only ``create`` makes a store that does not exist yet.
+    """
     from ..runtime import clock
     from .store import CampaignExists, CampaignNotFound, CampaignStore
 
-    url = db or default_db_url()
+    location = _locate(db, create=create)
 
     async def main() -> T:
-        store = await CampaignStore.open(url)
+        store = await CampaignStore.open(location.url, create=create)
         try:
             return await work(store)
         finally:
@@ -70,7 +97,7 @@ def _run(db: str | None, work: Callable[[Any], Awaitable[T]], *, virtual: bool =
     except (CampaignNotFound, CampaignExists) as exc:
         raise _fail(f"NAME: {exc}") from None
     except StoreError as exc:
-        raise _fail(f"--db: {exc}") from None
+        raise _store_error(location, exc) from None
 
 
 @campaign_app.command("create")
@@ -114,7 +141,7 @@ def create(
             )
         )
 
-    _run(db, work)
+    _run(db, work, create=True)
     print(f"created campaign {name}: {len(loaded.contacts)} contacts", flush=True)
 
 
@@ -178,6 +205,7 @@ def start(
     from .runner import StartOptions, run_start
 
     setup_logging(verbose=verbose, json_logs=False)
+    location = _locate(db, create=False)
     mode = _parse_simulate(simulate, livekit)
     if sim_seconds < 0:
         raise _fail(f"--sim-seconds: expected a number of seconds >= 0, got {sim_seconds}")
@@ -195,7 +223,7 @@ def start(
         out=out or Path("runs") / "campaigns" / name,
         dial_log=dial_log,
         dialer_id=dialer_id,
-        db=db or default_db_url(),
+        db=location.url,
     )
     from .store import CampaignNotFound
 
@@ -204,7 +232,7 @@ def start(
     except CampaignNotFound as exc:
         raise _fail(f"NAME: {exc}") from None
     except StoreError as exc:
-        raise _fail(f"--db: {exc}") from None
+        raise _store_error(location, exc) from None
     except ValueError as exc:  # bad input found while setting up (calls, config, env)
         raise _fail(str(exc)) from None
     raise typer.Exit(code)
@@ -341,7 +369,7 @@ def _dnc_change(value: str, campaign: str | None, db: str | None, add: bool) -> 
             )
         return bool(await store.remove_dnc(kind, canonical, campaign_id=cid))
 
-    changed = _run(db, work)
+    changed = _run(db, work, create=add)
     scope = f"campaign {campaign}" if campaign else "global"
     verb = (
         ("added to" if changed else "already on")

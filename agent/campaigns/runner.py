@@ -96,7 +96,7 @@ def run_start(options: StartOptions, *, console: Console) -> int:
     from .progress import LiveProgress, summary_table
 
     async def main() -> int:
-        store = await CampaignStore.open(options.db)
+        store = await CampaignStore.open(options.db, create=False)
         dispatcher = None
         try:
             row = await store.campaign(options.name)

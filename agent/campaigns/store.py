@@ -45,6 +45,7 @@ __all__ = [
     "CallRecord",
     "CampaignStore",
     "StoreError",
+    "StoreMissing",
     "async_url",
     "default_db_url",
 ]
@@ -64,6 +65,10 @@ class CampaignNotFound(StoreError):
 
 class CampaignExists(StoreError):
     """A campaign with that name already exists."""
+
+
+class StoreMissing(StoreError):
+    """``open(create=False)`` found no SQLite file at the URL's path."""
 
 
 def default_db_url() -> str:
@@ -139,10 +144,16 @@ class CampaignStore(Leasing):
         event.listen(engine.sync_engine, "before_cursor_execute", _count)
 
     @classmethod
-    async def open(cls, url: str) -> CampaignStore:
+    async def open(cls, url: str, *, create: bool = True) -> CampaignStore:
         """Connect to ``url`` (any driver spelling) and migrate the schema.
 
+        Args:
+            url: The store's URL.
+            create: Create a SQLite file (and its folder) that does not exist yet;
+                commands that only read or change existing campaigns pass False.
+
         Raises:
+            StoreMissing: ``create`` is False and the SQLite file does not exist.
             StoreError: a bad URL, or the database cannot be reached or migrated.
         """
         target = async_url(url)
@@ -150,8 +161,8 @@ class CampaignStore(Leasing):
         kwargs: dict[str, Any] = {}
         if parsed.get_backend_name() == "sqlite":
             db = parsed.database or ""
-            if db and db != ":memory:":
-                Path(db).parent.mkdir(parents=True, exist_ok=True)
+            if db and db != ":memory:" and not db.startswith("file:"):
+                _prepare_sqlite_file(Path(db), create=create)
             kwargs["connect_args"] = {"timeout": 30}
         else:
             kwargs["pool_size"] = 5
@@ -457,6 +468,13 @@ class CampaignStore(Leasing):
                 )
                 for r in rows
             ]
+
+
+def _prepare_sqlite_file(path: Path, *, create: bool) -> None:
+    """Make the file's folder, or (``create`` False) insist that the file exists."""
+    if not create and not path.is_file():
+        raise StoreMissing(f"no campaign store at {path.resolve()}")
+    path.parent.mkdir(parents=True, exist_ok=True)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -179,7 +179,7 @@ def test_bad_create_input_exits_2_with_one_line_and_creates_nothing(
     for needle in needles:
         assert needle.format(csv=contacts, yaml=config) in message
     assert "created" not in proc.stdout
-    assert listed(sqlite_db) == ""
+    assert not (tmp_path / "c.db").exists()
 
 
 def test_unsupported_db_scheme_exits_2_naming_db(tmp_path: Path) -> None:
@@ -470,7 +470,8 @@ def test_report_out_pointing_at_a_file_exits_2(tmp_path: Path, sqlite_db: str) -
 # -- start on unknown and finished campaigns -------------------------------------------
 
 
-def test_start_of_an_unknown_campaign_exits_2_naming_it(sqlite_db: str) -> None:
+def test_start_of_an_unknown_campaign_exits_2_naming_it(tmp_path: Path, sqlite_db: str) -> None:
+    create(tmp_path, sqlite_db, "spring", fictional(1))  # the store exists; autumn does not
     proc = campaign("start", "autumn", "--simulate", "instant", db=sqlite_db)
     assert proc.returncode == 2, proc.stderr
     message = one_line(proc.stderr)
