@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .call_fsm import (
@@ -100,13 +100,11 @@ class CallControllerActor(Actor):
         self.gate = gate
         self.desk = desk
         self.question_timeout = question_timeout
-        self._asks: set[asyncio.Task[None]] = set()
         self.call_id = call_id
         self.bus = bus
         self.fsm = ControllerFSM(policy)
         self.session = session
         self._on_end = on_end
-        self._timers: dict[str, asyncio.TimerHandle] = {}
         bus.subscribe(self.SUBSCRIBES, self)
 
     async def receive(self, msg: Any) -> Any:
@@ -130,10 +128,9 @@ class CallControllerActor(Actor):
         for cmd in cmds:
             match cmd:
                 case StartTimer(name=name, seconds=seconds):
-                    self._cancel(name)
-                    self._timers[name] = loop.call_later(seconds, self._fire, name)
+                    self.start_timer(name, delay=seconds)
                 case CancelTimer(name=name):
-                    self._cancel(name)
+                    self.cancel_timer(name)
                 case Greet(instructions=instr, opening=opening):
                     if self.gate is not None and opening:
                         self.gate.opening_in_flight = True
@@ -193,9 +190,7 @@ class CallControllerActor(Actor):
                 case TransferLine(target=target, destination=destination):
                     await self._transfer(target, destination)
                 case AskGuardian(question=question):
-                    task = asyncio.ensure_future(self._ask_guardian(question))
-                    self._asks.add(task)
-                    task.add_done_callback(self._asks.discard)
+                    self.spawn(self._ask_guardian(question), name="controller:guardian")
                 case MessageLeft(run_id=run_id):
                     self.bus.publish(
                         VoicemailLeft(call_id=self.call_id, at=loop.time(), run_id=run_id)
@@ -290,25 +285,20 @@ class CallControllerActor(Actor):
             )
         )
 
-    def _fire(self, name: str) -> None:
-        self._timers.pop(name, None)
-        if not self.stopped:
-            self.tell_nowait(
-                TimerFired(call_id=self.call_id, at=asyncio.get_running_loop().time(), name=name)
-            )
+    def timer_message(self, name: str, at: float) -> TimerFired:
+        return TimerFired(call_id=self.call_id, at=at, name=name)
 
-    def _cancel(self, name: str) -> None:
-        handle = self._timers.pop(name, None)
-        if handle is not None:
-            handle.cancel()
+    async def on_restart(self, error: BaseException, timers: Mapping[str, float]) -> None:
+        # The FSM survived the crash (it is pure; the crash was in carrying out its
+        # commands), so every timer it armed is still owed, max_call above all.
+        for name, when in timers.items():
+            self.start_timer(name, at=when)
+        logger.warning(
+            "controller restarted; timers re-armed",
+            extra={"call_id": self.call_id, "timers": sorted(timers)},
+        )
 
     async def on_stop(self) -> None:
-        for name in list(self._timers):
-            self._cancel(name)
-        for task in list(self._asks):
-            task.cancel()
-        if self._asks:
-            await asyncio.gather(*self._asks, return_exceptions=True)
         if self.desk is not None:
             remote = getattr(self.desk, "acancel_call", None)
             if remote is not None:

@@ -4,7 +4,8 @@
 they ask the call's guardrail actor, which answers at once with a future, and
 wait for that future with a timeout a little over the longest check's (each
 check applies its own ``timeout`` and ``on_error`` first; this bound only
-covers a guardrail actor that cannot answer at all, and then allows).
+covers a guardrail actor that cannot answer at all, and then each check's
+``on_error`` still decides: fail-closed checks block).
 
 :class:`GuardrailFactory` builds what is shared across calls: decision models
 (one per model string) and the response guardrails (one instance of each for
@@ -35,7 +36,12 @@ __all__ = ["GuardrailHooks", "GuardrailFactory"]
 
 
 class GuardrailHooks(SessionHooks):
-    """Session hooks that ask the guardrail actor; an actor that cannot answer allows."""
+    """Session hooks that ask the guardrail actor.
+
+    When the actor cannot answer (a timeout, a crash, a stopped actor, a bug),
+    each pending check resolves by its own ``on_error``: a sentence whose check
+    fails closed is not spoken.
+    """
 
     def __init__(self, guardrail: GuardrailActor, call_id: str) -> None:
         self.guardrail = guardrail
@@ -43,27 +49,44 @@ class GuardrailHooks(SessionHooks):
         self.timeout = guardrail.hook_timeout
         self.buffered_replies = guardrail.wants("response")
 
-    async def _ask(self, check: Any) -> TurnVerdict:
+    async def _ask(self, check: GuardrailCheck | ResponseCheck) -> TurnVerdict:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
+        pending: asyncio.Future[CheckResult] | None = None
         try:
-            pending: asyncio.Future[CheckResult] = await self.guardrail.ask(
-                check, timeout=self.timeout
-            )
+            pending = await self.guardrail.ask(check, timeout=self.timeout)
             res = await asyncio.wait_for(
                 asyncio.shield(pending), timeout=max(0.0, deadline - loop.time())
             )
-        except ActorStopped:
-            return ALLOW  # the call is ending
-        except Exception:  # a timeout included: a stuck guardrail must not block the call
-            logger.warning(
-                "guardrail did not answer; allowing",
-                extra={"call_id": self.call_id, "hook": getattr(check, "hook", "response")},
-            )
-            return ALLOW
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the hook itself is cancelled (an interruption): not a failure
+            # the check was cancelled under us: a crashed guardrail restarting, or stopping
+            res = self._unanswered(check, "cancelled", exc)
+        except Exception as exc:
+            if pending is not None:
+                pending.cancel()
+            res = self._unanswered(check, _reason(exc), exc)
         return TurnVerdict(
             action=res.action, say=res.say, instructions=res.instructions, end_call=res.end_call
         )
+
+    def _unanswered(
+        self, check: GuardrailCheck | ResponseCheck, reason: str, exc: BaseException
+    ) -> CheckResult:
+        res = self.guardrail.unanswered(check, reason)
+        logger.warning(
+            "guardrail did not answer; each check's on_error decides",
+            extra={
+                "call_id": self.call_id,
+                "hook": getattr(check, "hook", "response"),
+                "error": reason,
+                "action": res.action,
+            },
+            exc_info=exc,
+        )
+        return res
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -175,3 +198,11 @@ class GuardrailFactory:
             built.check_binding(streamed=config.reply_mode == "streamed")
             self._response[key] = built
         return self._response[key]
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    if isinstance(exc, ActorStopped):
+        return "guardrail stopped"
+    return f"error: {type(exc).__name__}"

@@ -14,9 +14,11 @@ Predictions only: what to do about them is the call controller's business.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +27,7 @@ from livekit.agents import llm
 from livekit.agents.types import APIConnectOptions
 
 from agent.messages import AmdCompleted, AmdPrediction, AmdTone, TimerFired
-from agent.runtime import Actor, Bus
+from agent.runtime import Actor, ActorStopped, Bus
 
 from .acoustic import BeepDetector, BeepEvent, SitDetector
 from .classifier import AMD_DECISION, LexicalAmdModel, history_input
@@ -221,8 +223,6 @@ class AmdActor(Actor):
         self.classifier = classifier or self.lexical
         self.speech_end_offset = speech_end_offset
         self.tones = ToneListener(sample_rate, self.cfg, bus.publish, call_id)
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
         self.answered_at: float | None = None
         bus.subscribe(self.SUBSCRIBES, self)
 
@@ -278,14 +278,11 @@ class AmdActor(Actor):
         for o in outputs:
             match o:
                 case ArmTimer(name=name, at=at):
-                    self._cancel(name)
-                    self._timers[name] = loop.call_at(at, self._fire, name)
+                    self.start_timer(name, at=at)
                 case CancelTimer(name=name):
-                    self._cancel(name)
+                    self.cancel_timer(name)
                 case Classify():
-                    task = asyncio.ensure_future(self._classify(o))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
+                    self.spawn(self._classify(o), name="amd:classify")
                 case Predicted():
                     self.bus.publish(
                         AmdPrediction(
@@ -349,21 +346,19 @@ class AmdActor(Actor):
                     extra={"call_id": self.call_id, "error": type(exc).__name__},
                 )
         if result is not None and not self.stopped:
-            self.tell_nowait(_Classified(req.turn, *result))
+            # an owned task may wait for room: the result is not dropped
+            with contextlib.suppress(ActorStopped):
+                await self.tell(_Classified(req.turn, *result))
 
-    def _fire(self, name: str) -> None:
-        self._timers.pop(name, None)
-        if not self.stopped:
-            self.tell_nowait(TimerFired(call_id=self.call_id, at=self._now(), name=name))
+    def timer_message(self, name: str, at: float) -> TimerFired:
+        return TimerFired(call_id=self.call_id, at=at, name=name)
 
-    def _cancel(self, name: str) -> None:
-        h = self._timers.pop(name, None)
-        if h is not None:
-            h.cancel()
+    async def on_restart(self, error: BaseException, timers: Mapping[str, float]) -> None:
+        # The detector's state survived; its deadlines (settle, the hard timeout)
+        # are still owed. A classification in flight is lost: the detector's own
+        # timers decide that turn without it.
+        for name, when in timers.items():
+            self.start_timer(name, at=when)
 
     async def on_stop(self) -> None:
         self.tones.active = False
-        for name in list(self._timers):
-            self._cancel(name)
-        for task in list(self._tasks):
-            task.cancel()

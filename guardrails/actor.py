@@ -86,7 +86,6 @@ class GuardrailActor(Actor):
         self._finals: list[str] = []
         self._history: list[tuple[str, str]] = []
         self._last_user = ""
-        self._tasks: set[asyncio.Future[Any]] = set()
         if guardrail is not None or self.response is not None:
             bus.subscribe(self.SUBSCRIBES, self)
 
@@ -137,9 +136,8 @@ class GuardrailActor(Actor):
             del self._history[:-_HISTORY]
 
     def _own(self, coro: Any) -> asyncio.Future[CheckResult]:
-        task: asyncio.Future[CheckResult] = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        # the asker awaits the check: its failure is the asker's (the hook's on_error)
+        task: asyncio.Future[CheckResult] = self.spawn(coro, name="guardrail:check", crash=False)
         return task
 
     def _before(self, role: str, text: str) -> list[tuple[str, str]]:
@@ -224,10 +222,47 @@ class GuardrailActor(Actor):
             return CheckResult("block", say=replacement)
         return ALLOW
 
+    def unanswered(self, msg: GuardrailCheck | ResponseCheck, reason: str) -> CheckResult:
+        """What a check the actor could not answer means: each check's own ``on_error``.
+
+        Called by the session's hooks when the ask failed (a timeout, a crash, a
+        stopped actor, a bug). A fail-closed (``on_error: block``, or ``deny`` for a
+        response guardrail) check blocks; the rest allow. The evaluation is published
+        with ``reason`` as its error, like any failed check.
+        """
+        loop = asyncio.get_running_loop()
+        match msg:
+            case GuardrailCheck(hook=hook):
+                if self.guardrail is None or not self.guardrail.has_checks(hook):
+                    return ALLOW
+                outcome = self.guardrail.unanswered(hook, reason)
+                self._publish(msg, outcome, None)
+                if hook == "on_agent_turn":
+                    return ALLOW
+                return CheckResult(
+                    outcome.action, outcome.say, outcome.instructions, outcome.end_call
+                )
+            case ResponseCheck():
+                if self.response is None:
+                    return ALLOW
+                denying = [s for s in self.response.specs if not s.report_only]
+                closed = [s for s in denying if s.on_error == "deny"]
+                self.bus.publish(
+                    GuardrailEvaluated(
+                        call_id=self.call_id,
+                        at=loop.time(),
+                        hook="on_agent_turn",
+                        action="block" if closed else "allow",
+                        decisions={s.name: "no_verdict" for s in denying},
+                        errors={s.name: reason for s in denying},
+                        run_id=msg.run_id,
+                        source="response",
+                    )
+                )
+                if closed:
+                    return CheckResult("block", say=closed[0].replacement)
+        return ALLOW
+
     async def on_stop(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.guardrail is not None:
             await self.guardrail.aclose()

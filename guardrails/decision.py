@@ -479,6 +479,22 @@ class DecisionGuardrail:
             reused=reused,
         )
 
+    def unanswered(self, hook: Hook, reason: str) -> GuardrailOutcome:
+        """The outcome when nothing could run the checks (the guardrail timed out,
+        crashed or stopped): every check of ``hook`` resolves by its own ``on_error``."""
+        outcomes = [
+            CheckOutcome(
+                check=c.name,
+                result=c.on_error_result(),
+                values={},
+                errors={"_check": reason},
+                latency=0.0,
+                failed=True,
+            )
+            for c in self._checks[hook]
+        ]
+        return merge_outcomes(hook, outcomes)
+
     def _drop_eager(self) -> None:
         for _, task in self._eager.values():
             task.cancel()

@@ -30,8 +30,10 @@ from ..messages import (
 )
 from ..runtime import ALL, Bus
 from .results import (
+    RUNTIME_FAILURE,
     AmdResult,
     CallResult,
+    Failure,
     GuardrailEvaluation,
     Turn,
     TurnLatencyResult,
@@ -71,9 +73,21 @@ class CallObserver:
     dtmf_sent: str = ""
     latencies: list[float] = field(default_factory=list)
     _awaiting_reply_since: float | None = None
+    _bus: Bus | None = None
 
     def attach(self, bus: Bus) -> None:
+        """Subscribe to every message; the bus's subscriber failures go into the result."""
+        self._bus = bus
         bus.subscribe(ALL, self.on_message)
+
+    def runtime_failures(self) -> list[Failure]:
+        """One failure per bus subscriber that missed messages (this observer included)."""
+        if self._bus is None:
+            return []
+        return [
+            Failure(key=RUNTIME_FAILURE, expected="every message handled", actual=f.describe())
+            for f in self._bus.failures
+        ]
 
     def _run(self, run_id: str) -> _AgentRun:
         if run_id not in self._runs:
@@ -129,7 +143,8 @@ class CallObserver:
         return max(0.0, t - base)
 
     def result(self, name: str) -> CallResult:
-        """The observed result (``ok``/``failures`` are filled by ``judge``)."""
+        """The observed result: ``failures`` holds what the runtime lost (``judge`` adds the
+        unmet ``expect`` keys), and a result with failures is not ``ok``."""
         assert self.ended is not None, "the call has not ended"
         answered = self.answered_at is not None
         turns: list[tuple[float, Turn]] = []
@@ -169,8 +184,11 @@ class CallObserver:
             )
         turns.sort(key=lambda item: item[0])
         amd = self._amd_result() if answered else None
+        lost = self.runtime_failures()
         return CallResult(
             name=name,
+            ok=not lost,
+            failures=lost,
             amd=amd,
             disposition=self.ended.disposition,
             voicemail_left=self.voicemail_left,

@@ -34,6 +34,7 @@ __all__ = [
     "CallResult",
     "Failure",
     "GuardrailEvaluation",
+    "RUNTIME_FAILURE",
     "Turn",
     "TurnLatencyResult",
     "UNANSWERED_DISPOSITIONS",
@@ -47,6 +48,9 @@ UNANSWERED_DISPOSITIONS: frozenset[str] = frozenset({"busy", "no-answer", "rejec
 """Dispositions of calls that never connected: their result has ``"amd": null``."""
 
 Time = float  # seconds after answer, on the replay clock
+
+RUNTIME_FAILURE = "runtime.subscriber"
+"""The ``failures`` key of a bus subscriber that missed messages (the result is partial)."""
 
 
 class _Result(BaseModel):
@@ -136,7 +140,8 @@ class GuardrailEvaluation(_Result):
 
 
 class Failure(_Result):
-    """One unmet ``expect`` key: what was expected and what happened."""
+    """One unmet ``expect`` key, or (key ``runtime.subscriber``) a part of the runtime that
+    lost messages, so the result is partial: what was expected and what happened."""
 
     key: str
     expected: Any
@@ -235,6 +240,11 @@ def evaluate(call: RecordedCall, observed: CallResult) -> list[Failure]:
 
 
 def judge(call: RecordedCall, observed: CallResult) -> CallResult:
-    """``observed`` with ``failures`` and ``ok`` set from :func:`evaluate`."""
-    failures = evaluate(call, observed)
+    """``observed`` with ``failures`` and ``ok`` set from :func:`evaluate`.
+
+    The runtime's failures already in ``observed`` are kept (first): a partial
+    result is never ``ok``, whatever it matched.
+    """
+    kept = [f for f in observed.failures if f.key.startswith("runtime.")]
+    failures = [*kept, *evaluate(call, observed)]
     return observed.model_copy(update={"failures": failures, "ok": not failures})

@@ -1,7 +1,7 @@
 """Actor kernel: actors with urgent and data lanes, supervision, a per-call bus, a virtual clock."""
 
 from .actor import Actor, ActorStopped, AskTimeout, MailboxFull
-from .bus import ALL, Bus, Subscription
+from .bus import ALL, Bus, SubscriberFailure, Subscription
 from .clock import VirtualClockLoop, hold_clock, is_virtual, run
 from .supervisor import CallScope, Escalation, RestartBudget
 
@@ -15,6 +15,7 @@ __all__ = [
     "Escalation",
     "MailboxFull",
     "RestartBudget",
+    "SubscriberFailure",
     "Subscription",
     "VirtualClockLoop",
     "hold_clock",

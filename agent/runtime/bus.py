@@ -2,24 +2,57 @@
 
 Publishers do not know who listens. A subscriber is either a plain callable
 (called synchronously, in publish order) or an :class:`~agent.runtime.actor.Actor`
-(the message is told to it without waiting; if its data lane is full the message
-is dropped for it and logged). A subscriber that raises is logged and
-unsubscribed; it never breaks the publisher.
+(the message is told to it without waiting).
+
+Nothing a subscriber misses is silent: a callable that raises, or an actor
+whose full data lane drops a message, is logged and recorded in
+:attr:`Bus.failures`, which the call's result reports (a replay with a failure
+is not ``ok``). Either way the subscriber stays subscribed and gets later
+messages; a crashing actor is its supervisor's business. A subscriber never
+breaks the publisher.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from .actor import Actor, ActorStopped, MailboxFull
 
 logger = logging.getLogger("agent.runtime")
 
-__all__ = ["Bus", "Subscription", "ALL"]
+__all__ = ["Bus", "Subscription", "SubscriberFailure", "ALL"]
 
 ALL = "*"
+
+
+@dataclass
+class SubscriberFailure:
+    """What one subscriber missed: its first failure and how many messages in all.
+
+    Attributes:
+        subscriber: the actor's name or the callable's qualified name.
+        kind: the kind of the first message it missed.
+        error: why (the exception type and message, or ``data lane full``).
+        count: how many messages it missed.
+    """
+
+    subscriber: str
+    kind: str
+    error: str
+    count: int = 1
+
+    def describe(self) -> str:
+        times = f" ({self.count} messages)" if self.count > 1 else ""
+        return f"{self.subscriber} missed {self.kind!r}: {self.error}{times}"
+
+
+def _name(target: Any) -> str:
+    if isinstance(target, Actor):
+        return f"actor {target.name}"
+    return str(getattr(target, "__qualname__", None) or type(target).__qualname__)
 
 
 class Subscription:
@@ -41,6 +74,12 @@ class Bus:
         self.call_id = call_id
         self._subs: dict[str, list[Subscription]] = {}
         self.published = 0
+        self._failures: dict[int, SubscriberFailure] = {}
+
+    @property
+    def failures(self) -> list[SubscriberFailure]:
+        """Every subscriber that missed a message, in the order they first did."""
+        return list(self._failures.values())
 
     def subscribe(
         self, kinds: str | Iterable[str], target: Callable[[Any], Any] | Actor
@@ -67,25 +106,31 @@ class Bus:
             try:
                 if isinstance(target, Actor):
                     if not target.stopped:
-                        self._tell(target, msg)
+                        target.tell_nowait(msg)
                 else:
                     target(msg)
             except ActorStopped:
                 continue
-            except Exception:
-                logger.exception(
-                    "bus subscriber failed; unsubscribing it",
-                    extra={"call_id": self.call_id, "kind": kind},
-                )
-                sub.cancel()
+            except MailboxFull:
+                # the actor is backed up, not broken: it keeps its subscription
+                # (and its urgent kinds still arrive), but the loss is reported
+                self._failed(sub, kind, "data lane full; message dropped", None)
+            except Exception as exc:
+                self._failed(sub, kind, f"{type(exc).__name__}: {exc}"[:300], exc)
 
-    def _tell(self, actor: Actor, msg: Any) -> None:
-        try:
-            actor.tell_nowait(msg)
-        except MailboxFull:
-            # The actor is backed up, not broken: it misses this message but
-            # keeps its subscription (and its urgent kinds still arrive).
-            logger.warning(
-                "bus subscriber's data lane is full; message dropped",
-                extra={"call_id": self.call_id, "kind": msg.kind, "actor": actor.name},
+    def _failed(self, sub: Subscription, kind: str, error: str, exc: Exception | None) -> None:
+        known = self._failures.get(id(sub))
+        if known is not None:
+            known.count += 1
+            logger.debug(
+                "bus subscriber failed again",
+                extra={"call_id": self.call_id, "kind": kind, "subscriber": known.subscriber},
             )
+            return
+        failure = SubscriberFailure(_name(sub.target), kind, error)
+        self._failures[id(sub)] = failure
+        logger.error(
+            "bus subscriber failed; the call's result will report it",
+            extra={"call_id": self.call_id, "kind": kind, "subscriber": failure.subscriber},
+            exc_info=exc,
+        )

@@ -5,6 +5,8 @@ Actors are started under a :class:`RestartBudget`: a crash restarts the actor
 unless more than ``max_restarts`` crashes happened within ``window`` seconds (on
 the loop's clock), in which case the scope escalates: ``on_escalate`` is called
 (the call ends with disposition ``error``) and nothing is left running.
+Before a restart the crashed instance's timers and owned tasks are cancelled
+and the actor's ``on_restart`` hook runs (a failing hook counts as a crash).
 """
 
 from __future__ import annotations
@@ -105,9 +107,13 @@ class CallScope:
     async def _supervise(self, actor: Actor) -> None:
         loop = asyncio.get_running_loop()
         crashes: deque[float] = deque()
+        last: BaseException | None = None
         try:
             while True:
                 try:
+                    if last is not None:
+                        # the crashed instance's timers and tasks go; on_restart decides
+                        await actor._recover(last)
                     await actor.run()
                     return
                 except Exception as exc:
@@ -131,6 +137,7 @@ class CallScope:
                         extra={"actor": actor.name, "scope": self.name, "crashes": len(crashes)},
                         exc_info=exc,
                     )
+                    last = exc
         finally:
             await actor._finalize()
 
