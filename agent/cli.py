@@ -248,7 +248,10 @@ def chat(
             guardian_token=os.environ.get("CALLRT_GUARDIAN_TOKEN") or None,
         )
     except (UnknownModelError, ModelConfigError) as exc:
-        raise _fail(f"{agent or DEFAULT_CONFIG}: models: {exc}") from None
+        from .config_env import model_key, value_source
+
+        key = model_key(str(exc), cfg.models)
+        raise _fail(f"{value_source(key, str(agent or DEFAULT_CONFIG))}: {key}: {exc}") from None
     raise typer.Exit(code)
 
 

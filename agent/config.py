@@ -223,12 +223,19 @@ def _validate(
     try:
         return AgentConfig(**data) if settings else AgentConfig.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = prefix + ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        raise ConfigError(f"{source}: {key}: {msg}") from None
+        from .config_errors import describe_error  # names the env variable or file:line
+
+        files = [Path(source), DEFAULT_CONFIG] if Path(source).is_file() else [DEFAULT_CONFIG]
+        message = describe_error(
+            exc,
+            data=data,
+            model=AgentConfig,
+            source=source,
+            files=files,
+            prefix=prefix,
+            environment=settings,
+        )
+        raise ConfigError(message) from None
 
 
 def load_config(path: str | Path | None = None) -> AgentConfig:

@@ -51,7 +51,8 @@ def _recorded_calls(options: StartOptions) -> list[Any]:
 
 def build_dispatcher(options: StartOptions, spec: Any, store: CampaignStore) -> Any:
     """The dispatcher for ``options.mode``; bad input raises ValueError (one line)."""
-    from ..config import ConfigError, load_config
+    from ..config import DEFAULT_CONFIG, ConfigError, load_config
+    from ..config_env import model_key, value_source
     from ..models.registry import ModelConfigError, UnknownModelError
     from .dispatch import InstantDispatcher, LiveKitDispatcher, SimulatorDispatcher
 
@@ -85,7 +86,9 @@ def build_dispatcher(options: StartOptions, spec: Any, store: CampaignStore) -> 
     try:
         dispatcher._base.models()  # load the models now: a bad one is bad input
     except (UnknownModelError, ModelConfigError) as exc:
-        raise ValueError(f"{spec.agent or 'default agent config'}: models: {exc}") from None
+        key = model_key(str(exc), config.models)
+        where = value_source(key, str(spec.agent or DEFAULT_CONFIG))
+        raise ValueError(f"{where}: {key}: {exc}") from None
     return dispatcher
 
 

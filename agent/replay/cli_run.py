@@ -16,6 +16,7 @@ from guardrails.rules import PackError
 
 from ..call import ModelSet
 from ..config import AgentConfig, ConfigError
+from ..config_env import model_key, value_source
 from ..models.registry import ModelConfigError, UnknownModelError
 from ..runtime import clock
 from .format import RecordedCall
@@ -62,10 +63,9 @@ def run_replay(
     try:
         models = replayer.models()
     except (UnknownModelError, ModelConfigError) as exc:
-        key = _model_key(str(exc), config)
-        errors.print(
-            f"[red]error:[/red] {escape(f'{config_source}: {key}: {exc}')}", highlight=False
-        )
+        key = model_key(str(exc), config.models)
+        where = value_source(key, config_source)
+        errors.print(f"[red]error:[/red] {escape(f'{where}: {key}: {exc}')}", highlight=False)
         return 2
     # the guardrail's models and response guardrails start now: bad ones exit 2 here
     for source, cfg in guarded if models.guardrails is not None else []:
@@ -81,7 +81,8 @@ def run_replay(
             )
             if isinstance(exc, PackError):
                 key = "guardrails.packs"
-            errors.print(f"[red]error:[/red] {escape(f'{source}: {key}: {exc}')}", highlight=False)
+            where = value_source(key, source) if source == config_source else source
+            errors.print(f"[red]error:[/red] {escape(f'{where}: {key}: {exc}')}", highlight=False)
             return 2
         except ResponseGuardrailError as exc:
             errors.print(f"[red]error:[/red] {escape(f'{source}: {exc}')}", highlight=False)
@@ -172,16 +173,6 @@ def _summary(results: list[ReplayedCall]) -> Table:
             speedup,
         )
     return table
-
-
-def _model_key(message: str, config: AgentConfig) -> str:
-    """Which ``models.*`` key a model error is about (the one whose string it names)."""
-    if "option" in message and config.models.llm_options:
-        return "models.llm_options"
-    for key, value in config.models.model_dump().items():
-        if isinstance(value, str) and value and value in message:
-            return f"models.{key}"
-    return "models"
 
 
 def check_controls(cfg: AgentConfig, models: ModelSet, *, source: str) -> str | None:
