@@ -181,9 +181,14 @@ class SimulatorDispatcher:
             transcript = str(path)
             if record_dir is not None and (record_dir / f"{call.name}.wav").exists():
                 recording = str(record_dir / f"{call.name}.wav")
+            from ..phone import mask_number
             from ..replay.timeline import CallPage, render_call_page
 
-            page = CallPage.of(replayed, Path(recording) if recording else None)
+            title = (
+                f"campaign {request.campaign}: contact {mask_number(request.number)}, "
+                f"attempt {request.attempt_no}"
+            )
+            page = CallPage.of(replayed, Path(recording) if recording else None, title=title)
             path.with_suffix(".html").write_text(render_call_page(page), encoding="utf-8")
         call_id = next((getattr(m, "call_id", None) for m in replayed.messages), None)
         return CallRecord(

@@ -24,6 +24,7 @@ import html
 import io
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from ..messages import (
     AmdPrediction,
     AmdTone,
     CallAnswered,
+    CallStarted,
     DtmfReceived,
     DtmfSent,
     GuardrailEvaluated,
@@ -44,6 +46,7 @@ from ..messages import (
     UserSpeechStarted,
     UserSpeechStopped,
 )
+from .labels import Label, Placed, place_labels
 from .observer import answered_lines
 from .results import CallResult, Turn, TurnLatencyResult
 
@@ -108,6 +111,8 @@ class CallPage:
         played: the callee's segments, (payload, start, end) after the answer.
         amd_delay: AMD's decision time after the callee line it followed.
         recording: the stereo recording (WAV file), if the call was recorded.
+        title: the page's heading (default: the call's name), e.g. a campaign call's
+            campaign, masked contact and attempt; the call's name then follows it.
     """
 
     def __init__(
@@ -118,19 +123,25 @@ class CallPage:
         played: Sequence[tuple[str, float, float]] = (),
         amd_delay: float | None = None,
         recording: Path | None = None,
+        title: str | None = None,
     ) -> None:
         self.result = result
+        self.title = title
         self.messages = list(messages)
         self.played = list(played)
         self.amd_delay = amd_delay
         self.recording = recording if recording is not None and recording.exists() else None
         answered = next((m for m in self.messages if isinstance(m, CallAnswered)), None)
+        started = next((m for m in self.messages if isinstance(m, CallStarted)), None)
+        self.direction = started.direction if started is not None else "outbound"
         self.t0 = answered.at if answered is not None else 0.0
         ends = [result.duration] + [t.end for t in result.turns] + [e for _, _, e in self.played]
         self.span = max(max(ends), 1.0)
 
     @classmethod
-    def of(cls, replayed: ReplayedCall, recording: Path | None = None) -> CallPage:
+    def of(
+        cls, replayed: ReplayedCall, recording: Path | None = None, *, title: str | None = None
+    ) -> CallPage:
         """The page of a replayed call (``recording``: its stereo WAV, if it was recorded)."""
         return cls(
             replayed.result,
@@ -138,7 +149,15 @@ class CallPage:
             played=replayed.played,
             amd_delay=replayed.amd_delay,
             recording=recording,
+            title=title,
         )
+
+    @property
+    def amd_shown(self) -> str:
+        """AMD's verdict as the page shows it: not applicable on an inbound call."""
+        if self.direction == "inbound":
+            return "n/a (inbound)"
+        return self.result.amd.category if self.result.amd else "-"
 
     def rel(self, at: float) -> float:
         """A message's loop time as seconds after the answer."""
@@ -193,28 +212,48 @@ def _waveforms(page: CallPage) -> tuple[str, str]:
     return "".join(parts), uri
 
 
+@dataclass(frozen=True)
+class _Mark:
+    """One item of a lane: its shapes and tooltip, and the label it would like."""
+
+    cls: str
+    body: str
+    label: Label
+    #: the label's baseline below the lane's top, and its text class
+    baseline: float = LANE / 2 + 4
+    text_cls: str = "span"
+
+    def svg(self, y: float, placed: Placed) -> str:
+        text = (
+            f'<text x="{placed.x:.1f}" y="{y + self.baseline}" class="{self.text_cls}">'
+            f"{_esc(placed.text)}</text>"
+            if placed.text
+            else ""
+        )
+        return f'<g class="{self.cls}">{self.body}{text}</g>'
+
+
 def _span(
     page: CallPage, y: float, start: float, end: float, color: str, label: str, title: str, cls: str
-) -> str:
+) -> _Mark:
     x0, x1 = page.x(start), page.x(max(end, start + 0.05))
-    text = _esc(label[:60] + ("..." if len(label) > 60 else ""))
-    return (
-        f'<g class="{cls}"><rect x="{x0:.1f}" y="{y + 3}" width="{max(x1 - x0, 2):.1f}" '
+    body = (
+        f'<rect x="{x0:.1f}" y="{y + 3}" width="{max(x1 - x0, 2):.1f}" '
         f'height="{LANE - 6}" fill="{color}" fill-opacity="0.25" stroke="{color}"/>'
         f"<title>{_esc(title)}</title>"
-        f'<text x="{x0 + 3:.1f}" y="{y + LANE / 2 + 4}" class="span">{text}</text></g>'
     )
+    return _Mark(cls, body, Label(x0 + 3, label))
 
 
 def _tick(
     page: CallPage, y: float, t: float, color: str, title: str, cls: str, label: str = ""
-) -> str:
+) -> _Mark:
     x = page.x(t)
-    mark = f'<text x="{x + 3:.1f}" y="{y + 12}" class="tick">{_esc(label)}</text>' if label else ""
-    return (
-        f'<g class="{cls}"><line x1="{x:.1f}" x2="{x:.1f}" y1="{y + 2}" y2="{y + LANE - 2}" '
-        f'stroke="{color}" stroke-width="2"/><title>{_esc(title)}</title>{mark}</g>'
+    body = (
+        f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y + 2}" y2="{y + LANE - 2}" '
+        f'stroke="{color}" stroke-width="2"/><title>{_esc(title)}</title>'
     )
+    return _Mark(cls, body, Label(x + 3, label), baseline=12, text_cls="tick")
 
 
 def _lanes(page: CallPage) -> tuple[str, int]:
@@ -265,8 +304,10 @@ def _lanes(page: CallPage) -> tuple[str, int]:
         out.append(
             f'<line x1="{LEFT}" x2="{LEFT + WIDTH}" y1="{y + LANE}" y2="{y + LANE}" class="grid"/>'
         )
-        for item in items:
-            out.append(_item(page, y, item))
+        # one lane's labels are laid out together: none overlaps another or the edge
+        marks = [mark for item in items if (mark := _item(page, y, item)) is not None]
+        placed = place_labels([m.label for m in marks], right=LEFT + WIDTH + 18)
+        out.extend(mark.svg(y, where) for mark, where in zip(marks, placed, strict=True))
         y += LANE
     return "".join(out), int(y)
 
@@ -309,7 +350,7 @@ def _responses(page: CallPage) -> tuple[list[float], bool]:
 
 def _stage_bar(
     page: CallPage, y: float, turn: Turn, lat: TurnLatencyResult, start: float, end: float
-) -> str:
+) -> _Mark:
     """One turn's response as segments in stage order; each as wide as its seconds."""
     virtual = lat.clock == "virtual"
     parts = []
@@ -337,13 +378,12 @@ def _stage_bar(
         lines.append(f"prompt tokens: {lat.prompt_tokens} ({lat.cached_tokens or 0} cached)")
     label = f"{lat.total:.2f}s" + (" virtual" if virtual else "")
     cls = "stages virtual" if virtual else "stages"
-    return (
-        f'<g class="{cls}"><rect class="bar" x="{x0:.3f}" y="{y + 4}" '
+    body = (
+        f'<rect class="bar" x="{x0:.3f}" y="{y + 4}" '
         f'width="{max(x1 - x0, 2):.3f}" height="{LANE - 8}" fill="none" stroke="#555"/>'
         f"{''.join(parts)}<title>{_esc(chr(10).join(lines))}</title>"
-        f'<text x="{max(x1, x0 + 2) + 3:.1f}" y="{y + LANE / 2 + 4}" class="span">'
-        f"{_esc(label)}</text></g>"
     )
+    return _Mark(cls, body, Label(max(x1, x0 + 2) + 3, label))
 
 
 def _legend() -> str:
@@ -377,7 +417,7 @@ def _stages_table(page: CallPage) -> str:
     )
 
 
-def _item(page: CallPage, y: float, item: tuple[Any, ...]) -> str:
+def _item(page: CallPage, y: float, item: tuple[Any, ...]) -> _Mark | None:
     kind = item[0]
     if kind == "vad":
         return _span(page, y, item[1], item[2], COLORS["vad"], "", "speech (VAD)", "vad")
@@ -458,7 +498,7 @@ def _item(page: CallPage, y: float, item: tuple[Any, ...]) -> str:
             f"end of callee speech to first agent audio: {e - s:.2f} s",
             "latency",
         )
-    return ""
+    return None
 
 
 def _axis(page: CallPage, y: int) -> str:
@@ -484,7 +524,7 @@ def render_call_page(page: CallPage) -> str:
     height = wave_height + lanes_height + 24
     axis = _axis(page, wave_height + lanes_height)
     status = "ok" if r.ok else "FAIL: " + ", ".join(f.key for f in r.failures)
-    amd = r.amd.category if r.amd else "-"
+    amd = page.amd_shown
     measured, virtual = _responses(page)
     p50 = f"{measured[len(measured) // 2]:.2f} s" if measured else "-"
     if virtual:
@@ -529,7 +569,7 @@ def render_call_page(page: CallPage) -> str:
     )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>call {_esc(r.name)}</title>
+<title>{_esc(page.title or f"call {r.name}")}</title>
 <style>
 body{{font:14px system-ui,sans-serif;margin:20px;color:#222}}
 table{{border-collapse:collapse;margin:8px 0}} td,th{{border:1px solid #ddd;padding:3px 6px;
@@ -541,7 +581,8 @@ text-align:left;vertical-align:top}} .label{{font-size:11px;fill:#333}}
 .legend{{font-size:12px}} .stage-key{{margin-right:10px;white-space:nowrap}}
 .swatch{{display:inline-block;width:12px;height:12px;margin-right:3px;vertical-align:-2px}}
 </style></head><body>
-<h1>{_esc(r.name)}</h1>
+<h1>{_esc(page.title or r.name)}</h1>
+{f'<p class="note">recorded call {_esc(r.name)}</p>' if page.title else ""}
 <p class="{"ok" if r.ok else "fail"}">{_esc(status)}</p>
 <table class="figures">
 <tr><th>disposition</th><td>{_esc(r.disposition)}</td><th>AMD</th><td>{_esc(amd)}</td></tr>
@@ -558,7 +599,7 @@ text-align:left;vertical-align:top}} .label{{font-size:11px;fill:#333}}
 </svg>
 {legend}
 <h2>Turns</h2>
-<table class="turns"><tr><th>role</th><th>start</th><th>end</th><th></th><th>text</th></tr>
+<table class="turns"><tr><th>role</th><th>start</th><th>end</th><th>note</th><th>text</th></tr>
 {turns_rows}</table>
 <h2>Guardrail evaluations</h2>
 <table class="guardrail"><tr><th>at</th><th>hook</th><th>action</th><th>latency</th>
@@ -594,7 +635,7 @@ def write_suite_index(out_dir: Path, pages: Sequence[tuple[Path, CallPage]]) -> 
             f'<tr class="call {"ok" if r.ok else "fail"}">'
             f'<td><a href="{_esc(path.relative_to(out_dir).as_posix())}">{_esc(r.name)}</a></td>'
             f'<td class="{"ok" if r.ok else "fail"}">{mark} {_esc(failed)}</td>'
-            f"<td>{_esc(r.disposition)}</td><td>{_esc(r.amd.category if r.amd else '-')}</td>"
+            f"<td>{_esc(r.disposition)}</td><td>{_esc(page.amd_shown)}</td>"
             f"<td>{len(r.turns)}</td><td>{r.duration:.1f}</td><td>{p50}</td>"
             f"<td>{'-' if page.amd_delay is None else f'{page.amd_delay:.2f}'}</td></tr>"
         )

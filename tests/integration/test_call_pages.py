@@ -2,7 +2,9 @@
 
 Replays go through the CLI (``replay --report DIR``) with the default local
 models; each page must load with no console error, no uncaught exception and
-no failed load, and show one span per turn the replay reported.
+no failed load, and show one span per turn the replay reported; no two text
+labels of the timeline may overlap, none may be clipped by the drawing's edge, and
+every table column has a header.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ TEXT_CALLS = [
     AMD / "human-hello-plain.call.yaml",
     AMD / "ivr-billing-press-2.call.yaml",
     AMD / "vm-chris-beep-1000.call.yaml",
+    ROOT / "tests" / "calls" / "inbound-billing-question.call.yaml",
 ]
 AUDIO_CALL = ROOT / "configs" / "demo" / "demo-voicemail-beep.call.yaml"
 
@@ -36,6 +39,31 @@ COUNTS = {
     "external": "Array.from(document.querySelectorAll('[src],[href]'))"
     ".map(e => e.getAttribute('src') || e.getAttribute('href'))"
     ".filter(u => /^(https?:)?\\/\\//.test(u)).length",
+    # every pair of drawn labels whose boxes intersect, as [text, text]
+    "overlaps": """(() => {
+        const boxes = Array.from(document.querySelectorAll('svg text'))
+            .filter(t => t.textContent.trim())
+            .map(t => [t.textContent, t.getBoundingClientRect()]);
+        const out = [];
+        for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+            const [a, p] = boxes[i], [b, q] = boxes[j];
+            if (p.left < q.right && q.left < p.right && p.top < q.bottom && q.top < p.bottom)
+                out.push([a, b]);
+        }
+        return out; })()""",
+    # labels that reach past the drawing's edges
+    "clipped": """(() => {
+        const svg = document.querySelector('svg').getBoundingClientRect();
+        return Array.from(document.querySelectorAll('svg text'))
+            .filter(t => t.textContent.trim())
+            .filter(t => { const r = t.getBoundingClientRect();
+                return r.right > svg.right + 0.5 || r.left < svg.left - 0.5
+                    || r.bottom > svg.bottom + 0.5; })
+            .map(t => t.textContent); })()""",
+    "empty_headers": "Array.from(document.querySelectorAll('th'))"
+    ".filter(th => !th.textContent.trim()).length",
+    "amd": "Array.from(document.querySelectorAll('table.figures th'))"
+    ".find(th => th.textContent === 'AMD').nextElementSibling.textContent",
 }
 
 
@@ -69,6 +97,11 @@ def test_text_replay_pages_render_without_errors_and_show_every_turn(tmp_path: P
         assert seen.values["stage_rows"] == answered, name
         assert seen.values["svgs"] == 1
         assert seen.values["external"] == 0
+        assert seen.values["overlaps"] == [], name
+        assert seen.values["clipped"] == [], name
+        assert seen.values["empty_headers"] == 0, name
+        if name.startswith("inbound"):
+            assert seen.values["amd"] == "n/a (inbound)"
     index = asyncio.run(
         open_page(
             file_url(report / "index.html"),
@@ -106,6 +139,8 @@ def test_an_audio_replay_page_draws_both_channels_and_plays_the_recording(
     )
     assert seen.errors == []
     assert seen.values["waves"] == 2
+    assert seen.values["overlaps"] == []
+    assert seen.values["clipped"] == []
     assert seen.values["span_turns"] == len(result["turns"])  # type: ignore[arg-type]
     assert seen.values["external"] == 0
     # the embedded recording is the call: as long as the replay says the call was
