@@ -6,6 +6,12 @@ as many due contacts as concurrency and pacing allow, and for each one checks
 the calling window in the callee's zones and the do-not-call lists *again*,
 records the attempt, and only then places the call. Several dialers (processes
 or machines) can run one campaign: the store's leases keep them apart.
+
+A run owns everything it starts in one ``asyncio.TaskGroup``: the lease
+heartbeat, the attempt recorder and every call. If any of them fails, the rest
+are cancelled and awaited, the attempts that ended are still recorded, and the
+error is raised. A store that goes away is waited for (up to
+``store_patience`` seconds of wall time) before that happens.
 """
 
 from __future__ import annotations
@@ -28,7 +34,11 @@ from .store import CallRecord, CampaignRow, CampaignStore, ClaimedContact, Finis
 
 logger = logging.getLogger("agent.campaigns.dialer")
 
-__all__ = ["CampaignClock", "Dialer", "DialerEvent"]
+__all__ = ["CampaignClock", "Dialer", "DialerError", "DialerEvent"]
+
+
+class DialerError(RuntimeError):
+    """A helper or a call of a dialer run failed; the run stopped (the message says which)."""
 
 
 class CampaignClock:
@@ -97,6 +107,8 @@ class Dialer:
         dial_log: append ``campaign contact attempt`` per dial placed (an audit trail).
         on_event: called with each :class:`DialerEvent`.
         poll: seconds between looks at the store while idle on the wall clock.
+        store_patience: wall seconds an unreachable store is waited for before the
+            run stops with its error (calls in flight go on meanwhile).
     """
 
     def __init__(
@@ -111,6 +123,7 @@ class Dialer:
         dial_log: Path | None = None,
         on_event: Callable[[DialerEvent], None] | None = None,
         poll: float = 1.0,
+        store_patience: float = 60.0,
     ) -> None:
         self.store = store
         self.campaign = campaign
@@ -130,7 +143,11 @@ class Dialer:
         self._stopping = False
         self._last_recover = float("-inf")
         self._to_record: list[tuple[Finished, asyncio.Future[None]]] = []
+        self._recording: list[tuple[Finished, asyncio.Future[None]]] = []
         self._record_wake = asyncio.Event()
+        self.store_patience = store_patience
+        self._outage_since: float | None = None
+        self._tg: asyncio.TaskGroup | None = None
 
     def stop(self) -> None:
         """Stop placing calls; :meth:`run` returns once the calls in flight have ended."""
@@ -138,26 +155,69 @@ class Dialer:
         self._wake.set()
 
     async def run(self) -> str:
-        """Dial until the campaign is done or cancelled (or :meth:`stop`); returns its status."""
-        heartbeat = asyncio.create_task(self._renew_leases(), name="lease-heartbeat")
-        recorder = asyncio.create_task(self._recorder(), name="attempt-recorder")
+        """Dial until the campaign is done or cancelled (or :meth:`stop`); returns its status.
+
+        Raises:
+            StoreError: the store stayed unreachable longer than ``store_patience``.
+            DialerError: a helper or a call failed. Either way nothing of the run is
+                left running, and the calls it cut are abandoned (their leases expire;
+                a later run records them so and dials them again).
+        """
         try:
-            status = await self._loop()
-            if self.in_flight:
-                await asyncio.gather(*self.in_flight.values(), return_exceptions=True)
-                if status == "cancelled":
-                    # calls that were in flight may have scheduled retries
-                    await self.store.cancel_pending(self.campaign.id, now=self.clock.now())
+            async with asyncio.TaskGroup() as tg:
+                self._tg = tg
+                helpers = [
+                    tg.create_task(self._renew_leases(), name="lease-heartbeat"),
+                    tg.create_task(self._recorder(), name="attempt-recorder"),
+                ]
+                status = await self._loop()
+                if self.in_flight:
+                    await asyncio.wait(list(self.in_flight.values()))
+                    if status == "cancelled":
+                        # calls that were in flight may have scheduled retries
+                        await self.store.cancel_pending(self.campaign.id, now=self.clock.now())
+                for helper in helpers:
+                    helper.cancel()
             return status
+        except BaseExceptionGroup as group:
+            first = _first_error(group)
+            logger.error(
+                "dialer run stopped: a helper or call failed; the others were cancelled",
+                extra={"campaign_id": self.campaign.id, "error": type(first).__name__},
+                exc_info=first,
+            )
+            if isinstance(first, StoreError):
+                raise first from None
+            raise DialerError(
+                f"campaign {self.campaign.name}: dialing stopped: {type(first).__name__}: {first}"[
+                    :500
+                ]
+            ) from first
         finally:
-            for helper in (heartbeat, recorder):
-                helper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await helper
-            for task in self.in_flight.values():
-                task.cancel()
+            self._tg = None
+            await self._record_leftovers()
 
     async def _loop(self) -> str:
+        while True:
+            try:
+                return await self._passes()
+            except StoreError as exc:
+                await self._store_away("dialing", exc)
+
+    async def _store_away(self, doing: str, exc: StoreError) -> None:
+        """Wait a little for an unreachable store; re-raise once it has been away too long."""
+        now = time.monotonic()
+        if self._outage_since is None:
+            self._outage_since = now
+            logger.warning(
+                "campaign store unreachable; waiting for it",
+                extra={"campaign_id": self.campaign.id, "doing": doing},
+            )
+        if now - self._outage_since > self.store_patience:
+            raise exc
+        await self.clock.wait_real(min(2.0, 0.2 + (now - self._outage_since) / 4))
+
+    async def _passes(self) -> str:
         cid = self.campaign.id
         last_status = None
         status = "running"
@@ -170,6 +230,7 @@ class Dialer:
             if time.monotonic() - checked >= 0.2 or (now - checked_at).total_seconds() >= 1.0:
                 status = await self.store.status(cid)
                 checked, checked_at = time.monotonic(), now
+                self._outage_since = None
             if status != last_status:
                 self.on_event(DialerEvent("status", status=status, in_flight=len(self.in_flight)))
                 last_status = status
@@ -272,7 +333,8 @@ class Dialer:
         if self.dial_log is not None:
             _append_line(self.dial_log, f"{self.campaign.id} {contact.id} {attempt_no}")
         self.dialed += 1
-        task = asyncio.create_task(self._call(request), name=f"attempt-{attempt_id}")
+        assert self._tg is not None, "calls are placed only inside run()"
+        task = self._tg.create_task(self._call(request), name=f"attempt-{attempt_id}")
         self.in_flight[contact.id] = task
         self.on_event(
             DialerEvent("dialed", contact.line, attempt_no, in_flight=len(self.in_flight))
@@ -323,34 +385,53 @@ class Dialer:
         await done
 
     async def _recorder(self) -> None:
-        """Commits ended attempts; calls that end together share one transaction."""
+        """Commits ended attempts; calls that end together share one transaction.
+
+        An unreachable store is retried (the calls are not lost meanwhile) until it
+        has been away longer than ``store_patience``; then the run stops and the
+        batch is left for :meth:`_record_leftovers`.
+        """
         while True:
             await self._record_wake.wait()
             self._record_wake.clear()
-            batch, self._to_record = self._to_record, []
-            if not batch:
+            self._recording, self._to_record = self._to_record, []
+            if not self._recording:
                 continue
-            # a store hiccup must not lose the calls: try again; if the store stays
-            # away, the leases expire and the attempts are abandoned, never redialled
-            for attempt in range(3):
+            while True:
                 try:
                     await self.store.finish_attempts(
                         self.dialer_id,
-                        [f for f, _ in batch],
+                        [f for f, _ in self._recording],
                         dedupe_calls=self.dispatcher.records_calls,
                     )
+                    self._outage_since = None
                     break
-                except Exception:
-                    if attempt == 2:
-                        logger.exception(
-                            "cannot record ended attempts",
-                            extra={"attempt_ids": [f.attempt_id for f, _ in batch]},
-                        )
-                    else:
-                        await self.clock.wait_real(0.5 * (attempt + 1))
+                except StoreError as exc:
+                    await self._store_away("recording", exc)
+            batch, self._recording = self._recording, []
             for _, done in batch:
                 if not done.done():
                     done.set_result(None)
+
+    async def _record_leftovers(self) -> None:
+        """After the run: commit the ended attempts it had not committed yet (one try)."""
+        # a future that is not done, or cancelled with its waiting call, was never committed
+        leftovers = [
+            f
+            for f, done in [*self._recording, *self._to_record]
+            if not done.done() or done.cancelled()
+        ]
+        self._recording, self._to_record = [], []
+        if not leftovers:
+            return
+        try:
+            # a batch cut off mid-commit may have landed: never insert a call twice
+            await self.store.finish_attempts(self.dialer_id, leftovers, dedupe_calls=True)
+        except Exception:
+            logger.exception(
+                "cannot record ended attempts; their leases expire and they count as abandoned",
+                extra={"attempt_ids": [f.attempt_id for f in leftovers]},
+            )
 
     def _after_abandoned(
         self, now: datetime
@@ -371,6 +452,16 @@ class Dialer:
                 until = self.clock.now() + timedelta(seconds=self.spec.lease_seconds)
                 with contextlib.suppress(StoreError):
                     await self.store.renew(self.dialer_id, list(self.in_flight), until=until)
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:
+    """The first error in a (nested) exception group that is not a cancellation."""
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_error(exc)
+        if not isinstance(exc, asyncio.CancelledError):
+            return exc
+    return group.exceptions[0]
 
 
 def default_dialer_id() -> str:
