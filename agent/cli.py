@@ -420,11 +420,26 @@ app.add_typer(_campaign_app(), name="campaign")
 
 
 @app.command("models")
-def models_cmd() -> None:
-    """List the model strings the registry knows."""
-    from .models.registry import known_models
+def models_cmd(
+    json_out: Annotated[
+        bool, typer.Option("--json", help="the same as JSON: {kind: [model, ...]}")
+    ] = False,
+) -> None:
+    """List every model string: its kind, whether it runs offline, where its weights come from."""
+    from rich.table import Table
 
-    print(json.dumps(known_models(), indent=2))
+    from .models.catalog import catalog, catalog_json
+
+    if json_out:
+        print(json.dumps(catalog_json(), indent=2))
+        return
+    table = Table(title="model strings (agent config: models.*, guardrails.model)")
+    for column in ("model", "kind", "runs", "weights", "what it is"):
+        table.add_column(column, overflow="fold")
+    for entry in catalog():
+        default = " (default)" if entry.default else ""
+        table.add_row(entry.model + default, entry.kind, entry.runs, entry.weights, entry.what)
+    Console(width=None if sys.stdout.isatty() else 140).print(table)
 
 
 def main() -> None:

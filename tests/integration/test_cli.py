@@ -414,13 +414,13 @@ def test_decide_bad_arguments_exit_2(args: list[str], needle: str) -> None:
 # -- models ------------------------------------------------------------------
 
 
-def test_models_prints_json_with_a_list_per_kind() -> None:
-    proc = run_cli("models")
+def test_models_json_has_a_list_of_entries_per_kind() -> None:
+    proc = run_cli("models", "--json")
     assert proc.returncode == 0, proc.stderr
     models = json.loads(proc.stdout)
-    assert set(models) == {"stt", "llm", "tts", "vad"}
-    for names in models.values():
-        assert names and all(isinstance(n, str) and n for n in names)
+    assert set(models) == {"stt", "llm", "tts", "vad", "decision"}
+    for entries in models.values():
+        assert entries and all(isinstance(e["model"], str) and e["model"] for e in entries)
 
 
 # -- replays through the local LLM (text-only) --------------------------------
