@@ -442,6 +442,52 @@ def models_cmd(
     Console(width=None if sys.stdout.isatty() else 140).print(table)
 
 
+config_app = typer.Typer(
+    help="Agent configs: the effective values and where each one comes from.",
+    no_args_is_help=True,
+)
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("show")
+def config_show(
+    file: Annotated[
+        Path | None, typer.Argument(help="agent config YAML (default: the built-in one)")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="one JSON object per value")] = False,
+) -> None:
+    """Print the effective config: each value and its source (default, file, environment).
+
+    FILE may be an agent config, a campaign (its agent's config) or a recorded call
+    (the default config with the call's ``agent:`` overrides).
+    """
+    from .config import ConfigError, load_for_show
+    from .replay.loader import RecordedCallError
+
+    try:
+        loaded = load_for_show(file)
+    except (ConfigError, RecordedCallError) as exc:
+        raise _fail(str(exc)) from None
+    if loaded.opted_out:
+        err.print(
+            f"[yellow]warning:[/yellow] {escape(loaded.source)} drops the default guardrail "
+            "checks (guardrails.inherit: false or checks: [])",
+            highlight=False,
+            soft_wrap=True,
+        )
+    rows = loaded.sources()
+    if json_out:
+        for key, value, source in rows:
+            print(json.dumps({"key": key, "value": json.loads(value), "source": source}))
+        return
+    print(f"# effective config of {loaded.source}")
+    if loaded.note:
+        print(f"# {loaded.note}")
+    width = max(len(key) for key, _, _ in rows)
+    for key, value, source in rows:
+        print(f"{key.ljust(width)} = {value}  # {source}")
+
+
 def main() -> None:
     """Console-script entry point."""
     logging.captureWarnings(True)

@@ -1,14 +1,19 @@
 """Agent configuration: ``configs/*.yaml`` files plus ``CALLRT_*`` environment variables.
 
 Precedence (highest first): a recorded call's ``agent:`` overrides, environment
-variables (``CALLRT_MODELS__LLM=openai/gpt-4.1-mini``), the YAML file, defaults.
-Models are built once per run, so a call cannot override ``models``.
-Every error a user can cause names the file, the key and what was expected.
+variables (``CALLRT_MODELS__LLM=openai/gpt-4.1-mini``), the YAML file, the
+built-in defaults of ``configs/default.yaml`` (merged as :mod:`agent.config_layers`
+says: the default guardrails stay unless a file drops them explicitly), and last
+the code's own defaults. Models are built once per run, so a call cannot override
+``models``. Every error a user can cause names the file, the key and what was expected.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +24,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from amd.config import AmdConfig
 from guardrails.config import GuardrailsConfig
 
+from .config_layers import merge_layers, value_sources
 from .control import ToolGateConfig, TransferConfig, WatchdogConfig
 from .guardian import GuardianConfig
 from .phone import PhoneNumberError, parse_e164
@@ -30,8 +36,13 @@ __all__ = [
     "TurnConfig",
     "ConfigError",
     "load_config",
+    "load_layers",
+    "load_for_show",
+    "LoadedConfig",
     "DEFAULT_CONFIG",
 ]
+
+logger = logging.getLogger("agent.config")
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
 
@@ -239,8 +250,84 @@ def _validate(
 
 
 def load_config(path: str | Path | None = None) -> AgentConfig:
-    """Load an agent config file (the default one when ``path`` is None)."""
+    """Load an agent config file over the built-in defaults (the defaults alone when None).
+
+    Logs a warning when the file drops the default guardrail checks.
+    """
+    loaded = load_layers(path)
+    if loaded.opted_out:
+        logger.warning(
+            "agent config drops the default guardrail checks",
+            extra={"file": loaded.source},
+        )
+    return loaded.config
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """An agent config with its layers: the defaults' data and the file's own data."""
+
+    config: AgentConfig
+    source: str
+    default: dict[str, Any]
+    file: dict[str, Any] | None
+    opted_out: bool
+    #: a recorded call's ``agent:`` overrides, when the config is a call's
+    call: dict[str, Any] | None = None
+    #: how the shown file relates to the agent config (a campaign's, a call's)
+    note: str = ""
+
+    def sources(self) -> list[tuple[str, str, str]]:
+        """Every effective value with its origin: see :func:`agent.config_layers.value_sources`."""
+        return value_sources(
+            self.config.model_dump(mode="json"), self.default, self.file, call=self.call
+        )
+
+
+def load_layers(path: str | Path | None = None) -> LoadedConfig:
+    """Load ``path`` over ``configs/default.yaml``, keeping what each layer said."""
+    default = _read(DEFAULT_CONFIG)
+    _resolve_script(default, DEFAULT_CONFIG.parent)
     p = Path(path) if path is not None else DEFAULT_CONFIG
+    if p.resolve() == DEFAULT_CONFIG:
+        return LoadedConfig(_validate(default, source=str(p)), str(p), default, None, False)
+    file = _read(p)
+    _resolve_script(file, p.parent)
+    try:
+        layered = merge_layers(default, file, source=str(p))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    config = _validate(layered.data, source=str(p))
+    return LoadedConfig(config, str(p), default, file, layered.opted_out)
+
+
+def load_for_show(path: str | Path | None) -> LoadedConfig:
+    """The agent config a shipped file means: an agent config itself, a campaign's agent
+    (its ``agent:`` key, else the default), or the default with a recorded call's overrides."""
+    if path is None:
+        return load_layers(None)
+    p = Path(path)
+    if p.name.endswith(".call.yaml"):
+        from .replay.loader import load_paths
+
+        call = load_paths([p])[0]
+        base = load_layers(None)
+        config = base.config.with_overrides(call.agent, source=str(p))
+        note = f"recorded call {p}: the default agent with the call's agent: overrides"
+        return dataclasses.replace(base, config=config, call=dict(call.agent), note=note)
+    data = _read(p)
+    if "windows" in data or "pacing" in data or "caller_id" in data:  # a campaign file
+        agent = data.get("agent")
+        if agent is not None and not isinstance(agent, str):
+            raise ConfigError(f"{p}: agent: expected the path of an agent config YAML file")
+        target = (p.parent / agent) if agent else None
+        loaded = load_layers(target)
+        note = f"campaign {p}: its agent config {target or DEFAULT_CONFIG}"
+        return dataclasses.replace(loaded, note=note)
+    return load_layers(p)
+
+
+def _read(p: Path) -> dict[str, Any]:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -255,8 +342,7 @@ def load_config(path: str | Path | None = None) -> AgentConfig:
         raise ConfigError(f"{p}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of config keys at the top level")
-    _resolve_script(data, p.parent)
-    return _validate(data, source=str(p))
+    return data
 
 
 def _resolve_script(data: dict[str, Any], folder: Path) -> None:
