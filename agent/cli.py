@@ -18,14 +18,41 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-app = typer.Typer(
+from .cli_style import CallrtTyper, click, one_line_usage_error
+
+app = CallrtTyper(
     name="callrt",
-    help="Telephony voice-agent runtime: replay recorded calls, run the demo.",
+    help="Telephony voice-agent runtime. Recorded calls: replay, demo. Talk to an agent: "
+    "chat. Guardrail decisions: decide. Models: models. Agent configs: config. Outbound "
+    "campaigns: campaign. Guardian questions: guardian. LiveKit: worker, dial.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"callrt {version('callrt')}")
+        except PackageNotFoundError:
+            print("callrt (not installed as a package)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
+) -> None:
+    """Telephony voice-agent runtime."""
 
 
 def _fail(message: str) -> typer.Exit:
@@ -47,7 +74,10 @@ def _parse_speed(value: str) -> float | None:
 
 @app.command()
 def replay(
-    paths: Annotated[list[Path], typer.Argument(help="*.call.yaml files or folders of them")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="*.call.yaml files, or folders of them (subfolders are not searched)"),
+    ],
     json_out: Annotated[
         bool, typer.Option("--json", help="one JSON object per call (JSON Lines)")
     ] = False,
@@ -255,7 +285,7 @@ def chat(
     raise typer.Exit(code)
 
 
-guardian_app = typer.Typer(
+guardian_app = CallrtTyper(
     help="Answer guardian questions a running agent asked ([ASK_GUARDIAN:...]).",
     no_args_is_help=True,
 )
@@ -442,7 +472,7 @@ def models_cmd(
     Console(width=None if sys.stdout.isatty() else 140).print(table)
 
 
-config_app = typer.Typer(
+config_app = CallrtTyper(
     help="Agent configs: the effective values and where each one comes from.",
     no_args_is_help=True,
 )
@@ -489,9 +519,23 @@ def config_show(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: exit 0, 1 (a replayed call failed) or 2 (bad input)."""
     logging.captureWarnings(True)
     try:
-        app()
-    except KeyboardInterrupt:
+        # not standalone: a usage mistake is one line like every other input error
+        code = app(standalone_mode=False)
+    except click.UsageError as exc:
+        if not exc.format_message():  # no arguments: the help was printed
+            sys.exit(exc.exit_code)
+        err.print(
+            f"[red]error:[/red] {escape(one_line_usage_error(exc))}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.exit(2)
+    except click.ClickException as exc:
+        err.print(f"[red]error:[/red] {escape(exc.format_message())}", highlight=False)
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -23,12 +23,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ..cli_style import CallrtTyper
 from .location import StoreLocation, default_store_help, locate
 from .store import StoreError, StoreMissing
 
 T = TypeVar("T")
 
-campaign_app = typer.Typer(
+campaign_app = CallrtTyper(
     help="Outbound campaigns: durable, resumable, paced dialling of a contact list.",
     no_args_is_help=True,
 )
@@ -336,7 +337,7 @@ def list_campaigns(db: Annotated[str | None, _DB] = None) -> None:
         print(f"{row.name}\t{row.status}\t{row.created_at.isoformat()}")
 
 
-dnc_app = typer.Typer(
+dnc_app = CallrtTyper(
     help="The do-not-call lists: global, or one campaign's (--campaign). "
     "A value is an E.164 number, or a prefix ending in '*' (+1900*).",
     no_args_is_help=True,

@@ -63,11 +63,21 @@ class LiveProgress:
     """Counts by disposition, calls in flight, rate and ETA, while a dialer runs.
 
     On a terminal it redraws in place; otherwise it prints one line every
-    ``every`` seconds and one at the end (CI logs stay short).
+    ``every`` seconds and one at the end (CI logs stay short). Rate and ETA are on
+    the wall clock; with ``simulated`` (calls on simulated time) they say so, since
+    the campaign's own pacing and windows run on the simulated clock.
     """
 
-    def __init__(self, start: CampaignSummary, console: Console, *, every: float = 5.0) -> None:
+    def __init__(
+        self,
+        start: CampaignSummary,
+        console: Console,
+        *,
+        every: float = 5.0,
+        simulated: bool = False,
+    ) -> None:
         self.console = console
+        self.clock_note = " (wall clock; calls on simulated time)" if simulated else ""
         self.total = start.total_contacts
         self.done = start.contacts.get("done", 0)
         self.done_at_start = self.done
@@ -136,7 +146,7 @@ class LiveProgress:
         eta_text = f"{eta:.0f}s" if eta is not None else "-"
         return (
             f"[{self.status}] contacts {self.done}/{self.total} done, {self.in_flight} in flight, "
-            f"dials {self.dialed} ({rate:.1f}/min), eta {eta_text}; {counts}"
+            f"dials {self.dialed} ({rate:.1f}/min), eta {eta_text}{self.clock_note}; {counts}"
         )
 
     def render(self) -> Group:
@@ -151,6 +161,6 @@ class LiveProgress:
         eta_text = f"{eta:.0f}s" if eta is not None else "-"
         head = Text(
             f"{self.status}: {self.done}/{self.total} contacts done · {self.in_flight} in flight"
-            f" · {rate:.1f} dials/min · ETA {eta_text}"
+            f" · {rate:.1f} dials/min · ETA {eta_text}{self.clock_note}"
         )
         return Group(head, table)

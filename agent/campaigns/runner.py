@@ -109,7 +109,7 @@ def run_start(options: StartOptions, *, console: Console) -> int:
             spec = CampaignSpec.from_json(row.spec)
             dispatcher = build_dispatcher(options, spec, store)
             start = await store.summary(options.name)
-            progress = LiveProgress(start, console)
+            progress = LiveProgress(start, console, simulated=options.simulated_time)
             dialer = Dialer(
                 store,
                 row,

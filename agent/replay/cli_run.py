@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from guardrails.rules import PackError
 from ..call import ModelSet
 from ..config import AgentConfig, ConfigError
 from ..config_env import model_key, value_source
+from ..messages import CallStarted
 from ..models.registry import ModelConfigError, UnknownModelError
 from ..runtime import clock
 from .format import RecordedCall
@@ -133,6 +135,8 @@ def run_replay(
             jsonl.close()
     if not json_out:
         console.print(_summary(results))
+        for line in _failure_lines(results):
+            console.print(line, markup=False, highlight=False)
     if report_dir is not None:
         from .timeline import write_suite_index
 
@@ -151,6 +155,26 @@ def _write_page(
     return write_call_page(report_dir, call.name, page), page
 
 
+def _failure_lines(results: list[ReplayedCall]) -> list[str]:
+    """One line per unmet expectation: ``FAIL call: key: expected X, got Y``."""
+    return [
+        f"FAIL {r.result.name}: {f.key}: expected {_shown(f.expected)}, got {_shown(f.actual)}"
+        for r in results
+        for f in r.result.failures
+    ]
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _amd_cell(replayed: ReplayedCall) -> str:
+    started = next((m for m in replayed.messages if isinstance(m, CallStarted)), None)
+    if started is not None and started.direction == "inbound":
+        return "n/a"  # AMD runs on outbound calls only
+    return replayed.result.amd.category if replayed.result.amd else "-"
+
+
 def _summary(results: list[ReplayedCall]) -> Table:
     table = Table(title="replay summary")
     table.add_column("call", no_wrap=True)
@@ -166,7 +190,7 @@ def _summary(results: list[ReplayedCall]) -> Table:
             if res.ok
             else "[red]no[/red]: " + ", ".join(f.key for f in res.failures),
             res.disposition,
-            res.amd.category if res.amd else "-",
+            _amd_cell(r),
             str(len(res.turns)),
             first,
             f"{res.duration:.1f}s",

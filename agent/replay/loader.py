@@ -292,7 +292,11 @@ def load_paths(paths: Sequence[Path | str]) -> list[RecordedCall]:
                 key=lambda f: f.name,
             )
             if not found:
-                raise RecordedCallError(path, None, None, "no *.call.yaml files in this folder")
+                nested = any(f.is_file() for f in path.glob("*/**/*.call.yaml"))
+                hint = " (subfolders are not searched: name them)" if nested else ""
+                raise RecordedCallError(
+                    path, None, None, f"no *.call.yaml files in this folder{hint}"
+                )
             files.extend(found)
         elif not path.exists():
             raise RecordedCallError(path, None, None, "no such file or folder")
