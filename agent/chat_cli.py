@@ -1,10 +1,15 @@
 """``python -m agent chat``: a terminal conversation with an agent over the text channel.
 
 Typed lines are the caller's turns; the agent's turns are printed as ``agent: ...``.
-Lines starting with ``/`` are commands: ``/answer ID TEXT`` answers a guardian
-question, ``/dtmf DIGITS`` presses keys, ``/quit`` leaves. Call events (verified,
-guardian questions, transfer, end) go to stderr in brackets. The conversation
-ends when stdin ends, on ``/quit``, or when the agent ends or transfers the call.
+Lines starting with ``/`` are commands: ``/help`` lists them, ``/answer ID TEXT``
+answers a guardian question, ``/dtmf DIGITS`` presses keys, ``/quit`` leaves. Call
+events (verified, guardian questions, transfer, end) go to stderr in brackets. The
+conversation ends when stdin ends, on ``/quit``, or when the agent ends or transfers
+the call.
+
+Start-up takes seconds (local weights, rule packs, then the LLM's first reply), so
+stderr says at once which agent and models are starting, then when the models are
+loaded and the agent is preparing its opening; stdout carries only the agent's turns.
 """
 
 from __future__ import annotations
@@ -14,14 +19,65 @@ import sys
 import threading
 from typing import Any, TextIO
 
+from .call import ModelSet
 from .chat import ChatSession, text_models
 from .config import AgentConfig
 from .guardian import GuardianDesk, PendingQuestion
 from .runtime import clock
 
-__all__ = ["run_chat"]
+__all__ = ["HELP", "banner", "run_chat"]
 
-HELP = "commands: /answer ID TEXT (guardian), /dtmf DIGITS, /quit"
+#: what ``/help`` prints (also on stderr, one line each)
+HELP = (
+    "/help             this list",
+    "/answer ID TEXT   answer a guardian question (its ID is printed when the agent asks)",
+    "/dtmf DIGITS      press keypad keys (0-9, * and #)",
+    "/quit             leave the chat (Ctrl-D too)",
+    "any other line is said to the agent",
+)
+
+
+def _model_names(config: AgentConfig) -> str:
+    g = config.guardrails
+    guarded = bool(g.checks or g.setup or g.response)
+    guardrails = g.model + (f" (fallback {g.fallback})" if g.fallback else "") if guarded else "off"
+    return f"llm {config.models.llm}, guardrails {guardrails}"
+
+
+def banner(config: AgentConfig, source: str) -> str:
+    """The line printed before anything loads: which agent, which models, how to get help.
+
+    Args:
+        config: the agent config.
+        source: where it came from (the ``--agent`` file, or the built-in default).
+    """
+    return (
+        f"callrt chat: agent {config.name!r} ({source}); {_model_names(config)}. "
+        "Type a line to talk, /help for commands, /quit to leave."
+    )
+
+
+async def _load_models(config: AgentConfig, models: ModelSet) -> None:
+    """Load what the call would otherwise load on first use, before the call starts.
+
+    The LLM's weights (when local) and the guardrails' decision models and rule packs
+    are cached, so the call reuses them; an error here is the error the call would
+    have raised.
+    """
+    from .models.registry import prewarm
+
+    await prewarm(models.llm)
+    factory = models.guardrails
+    g = config.guardrails
+    if factory is None:
+        return
+
+    def build() -> None:
+        if g.checks or g.setup:
+            factory.decision_model(g)
+        factory.response(g)
+
+    await asyncio.get_running_loop().run_in_executor(None, build)
 
 
 def _reader(
@@ -36,9 +92,15 @@ def _reader(
     threading.Thread(target=run, name="chat-stdin", daemon=True).start()
 
 
+def _say(stream: TextIO, text: str) -> None:
+    stream.write(text + "\n")
+    stream.flush()
+
+
 def run_chat(
     config: AgentConfig,
     *,
+    source: str = "built-in configs/default.yaml",
     caller_number: str | None,
     channel: str = "chat",
     guardian_port: int | None = None,
@@ -47,7 +109,21 @@ def run_chat(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    """Run one conversation; returns the exit status (0)."""
+    """Run one conversation; returns the exit status (0).
+
+    Args:
+        config: the agent config.
+        source: where the config came from (shown in the banner).
+        caller_number: who is typing, E.164 (guardian verification).
+        channel: ``chat``, or ``voice`` for a phone caller's turn policy.
+        guardian_port: also serve guardian questions over HTTP on this port.
+        guardian_token: the bearer token that endpoint requires.
+        stdin: typed lines (default: the terminal).
+        out: the agent's turns (default: stdout).
+        err: the banner, progress and call events (default: stderr).
+    """
+    err = err or sys.stderr
+    _say(err, banner(config, source))
     models = text_models(config)
     return clock.run(
         _chat(
@@ -59,7 +135,7 @@ def run_chat(
             guardian_token=guardian_token,
             stdin=stdin or sys.stdin,
             out=out or sys.stdout,
-            err=err or sys.stderr,
+            err=err,
         ),
         virtual=False,
     )
@@ -67,7 +143,7 @@ def run_chat(
 
 async def _chat(
     config: AgentConfig,
-    models: Any,
+    models: ModelSet,
     *,
     caller_number: str | None,
     channel: str,
@@ -77,9 +153,13 @@ async def _chat(
     out: TextIO,
     err: TextIO,
 ) -> int:
-    def say(stream: TextIO, text: str) -> None:
-        stream.write(text + "\n")
-        stream.flush()
+    say = _say
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    say(err, f"[loading models: {_model_names(config)} ...]")
+    await _load_models(config, models)
+    took = loop.time() - started
+    say(err, f"[models loaded in {took:.1f} s; the agent is preparing its opening]")
 
     desk = GuardianDesk()
     server = None
@@ -152,7 +232,10 @@ async def _chat(
 
 def _command(text: str, session: ChatSession, desk: GuardianDesk, note: Any) -> None:
     name, _, rest = text.partition(" ")
-    if name == "/answer":
+    if name == "/help":
+        for line in HELP:
+            note(line)
+    elif name == "/answer":
         qid, _, answer = rest.strip().partition(" ")
         try:
             desk.answer(qid, answer)
@@ -165,4 +248,4 @@ def _command(text: str, session: ChatSession, desk: GuardianDesk, note: Any) -> 
         else:
             note("[/dtmf: expected keys 0-9, * or #]")
     else:
-        note(f"[unknown command {name!r}; {HELP}]")
+        note(f"[unknown command {name!r}; /help lists the commands]")

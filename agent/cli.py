@@ -106,7 +106,7 @@ def replay(
     setup_logging(verbose=verbose, json_logs=False)
     clock_speed = _parse_speed(speed)
     try:
-        agent_config = load_config(config)
+        agent_config = load_config(config, warn=False)
         calls = load_paths(paths)
     except (ConfigError, RecordedCallError) as exc:
         raise _fail(str(exc)) from None
@@ -146,7 +146,7 @@ def demo(
     setup_logging(verbose=False, json_logs=False)
     run_dir = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     try:
-        agent_config = load_config(config)
+        agent_config = load_config(config, warn=False)
         calls = load_paths([calls_dir or DEFAULT_CONFIG.parent / "demo"])
     except (ConfigError, RecordedCallError) as exc:
         raise _fail(str(exc)) from None
@@ -272,6 +272,7 @@ def chat(
     try:
         code = run_chat(
             cfg,
+            source=str(agent) if agent else "built-in configs/default.yaml",
             caller_number=number,
             channel="voice" if voice else "chat",
             guardian_port=guardian_port,

@@ -10,6 +10,7 @@ stderr in brackets. Bad input exits 2 with one line naming the problem.
 
 from __future__ import annotations
 
+import io
 import json
 import queue
 import re
@@ -22,6 +23,8 @@ from typing import IO, Any
 
 import pytest
 
+from agent.chat_cli import run_chat as run_chat_in_process
+from agent.config import load_config
 from tests.integration import test_cli as cli
 from tests.integration.test_cli import one_line
 
@@ -168,6 +171,62 @@ def test_lines_typed_after_the_agent_ended_the_chat_do_not_keep_it_running() -> 
     assert "[call ended: completed, agent ended the call]" in r.stderr
 
 
+# -- start-up and /help -------------------------------------------------------------------
+
+
+class Terminal:
+    """stdout and stderr as one terminal shows them: every line in the order written."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str]] = []
+
+    def stream(self, name: str) -> Any:
+        terminal = self
+
+        class Stream(io.StringIO):
+            def write(self, text: str) -> int:
+                terminal.lines.extend((name, line) for line in text.splitlines())
+                return len(text)
+
+        return Stream()
+
+
+def test_start_up_says_at_once_what_is_starting_then_that_the_models_loaded() -> None:
+    shown = Terminal()
+    code = run_chat_in_process(
+        load_config(AGENT),
+        source="tests/data/chat/agent.yaml",
+        caller_number=None,
+        stdin=io.StringIO("What are your hours?\n"),
+        out=shown.stream("out"),
+        err=shown.stream("err"),
+    )
+    assert code == 0
+    (banner, loading, loaded, opening, *_) = shown.lines
+    assert banner[0] == "err"
+    assert banner[1].startswith("callrt chat: agent 'chat-cli-tests' (tests/data/chat/agent.yaml)")
+    models = f"llm script:{DATA / 'replies.yaml'}, guardrails rules"  # paths are resolved
+    assert models in banner[1]
+    assert "/help" in banner[1]
+    assert loading == ("err", f"[loading models: {models} ...]")
+    assert re.fullmatch(
+        r"\[models loaded in \d+\.\d s; the agent is preparing its opening\]", loaded[1]
+    )
+    assert opening == ("out", OPENING)
+    assert ("out", HOURS) in shown.lines
+
+
+def test_help_lists_the_commands_and_an_unknown_command_points_to_it() -> None:
+    r = run_cli("chat", "--agent", AGENT, stdin="/help\n/hepl\nWhat are your hours?\n")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [OPENING, HOURS]  # commands are not said to the agent
+    err = r.stderr.splitlines()
+    assert err[0].startswith("callrt chat: agent 'chat-cli-tests'")
+    for command in ("/help", "/answer ID TEXT", "/dtmf DIGITS", "/quit"):
+        assert any(line.startswith(command) for line in err), command
+    assert "[unknown command '/hepl'; /help lists the commands]" in err
+
+
 # -- the guardian over HTTP ---------------------------------------------------------------
 
 
@@ -266,3 +325,4 @@ def test_chat_with_the_default_local_model_answers_each_line() -> None:
     assert len(agent_lines) >= 2
     assert all(len(line) > len("agent: ") for line in agent_lines)
     assert "[call ended: completed, callee hung up]" in r.stderr
+    assert "[loading models: llm local/smollm2-135m, guardrails rules ...]" in r.stderr
