@@ -24,7 +24,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from amd.config import AmdConfig
 from guardrails.config import GuardrailsConfig
 
-from .config_layers import merge_layers, value_sources
+from .config_layers import check_name, merge_layers, value_sources
 from .control import ToolGateConfig, TransferConfig, WatchdogConfig
 from .guardian import GuardianConfig
 from .phone import PhoneNumberError, parse_e164
@@ -36,6 +36,8 @@ __all__ = [
     "TurnConfig",
     "ConfigError",
     "load_config",
+    "dropped_default_checks",
+    "warn_dropped_checks",
     "load_layers",
     "load_for_show",
     "LoadedConfig",
@@ -229,7 +231,12 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _validate(
-    data: dict[str, Any], *, source: str, prefix: str = "", settings: bool = True
+    data: dict[str, Any],
+    *,
+    source: str,
+    prefix: str = "",
+    settings: bool = True,
+    check_origins: tuple[tuple[str, int], ...] = (),
 ) -> AgentConfig:
     try:
         return AgentConfig(**data) if settings else AgentConfig.model_validate(data)
@@ -237,6 +244,14 @@ def _validate(
         from .config_errors import describe_error  # names the env variable or file:line
 
         files = [Path(source), DEFAULT_CONFIG] if Path(source).is_file() else [DEFAULT_CONFIG]
+        # a file's checks follow the default ones: name the index the file wrote
+        renames: dict[tuple[str | int, ...], tuple[tuple[str | int, ...], Path]] = {
+            ("guardrails", "checks", i): (
+                ("guardrails", "checks", j),
+                Path(source) if layer == "file" else DEFAULT_CONFIG,
+            )
+            for i, (layer, j) in enumerate(check_origins)
+        }
         message = describe_error(
             exc,
             data=data,
@@ -245,22 +260,47 @@ def _validate(
             files=files,
             prefix=prefix,
             environment=settings,
+            renames=renames,
         )
         raise ConfigError(message) from None
 
 
-def load_config(path: str | Path | None = None) -> AgentConfig:
+def load_config(path: str | Path | None = None, *, warn: bool = True) -> AgentConfig:
     """Load an agent config file over the built-in defaults (the defaults alone when None).
 
-    Logs a warning when the file drops the default guardrail checks.
+    Args:
+        path: the agent config YAML; None for ``configs/default.yaml`` alone.
+        warn: log :func:`warn_dropped_checks` now. A command that still has to build
+            the config's models passes False and warns once they are built, so a
+            config that fails prints its error alone.
     """
-    loaded = load_layers(path)
-    if loaded.opted_out:
+    config = load_layers(path).config
+    if warn:
+        warn_dropped_checks(config, source=str(path or DEFAULT_CONFIG))
+    return config
+
+
+def dropped_default_checks(config: AgentConfig) -> list[str]:
+    """The names of the default guardrail checks that ``config`` does not run.
+
+    A check the config replaced by name is kept, not dropped.
+    """
+    default = (_read(DEFAULT_CONFIG).get("guardrails") or {}).get("checks") or []
+    kept = {c.name or "_".join(c.decisions) for c in config.guardrails.checks}
+    return [name for c in default if (name := check_name(c)) not in kept]
+
+
+def warn_dropped_checks(config: AgentConfig, *, source: str) -> None:
+    """Log a warning when ``config`` (read from ``source``) runs without default checks."""
+    dropped = dropped_default_checks(config)
+    if dropped:
         logger.warning(
-            "agent config drops the default guardrail checks",
-            extra={"file": loaded.source},
+            "agent config %s drops the default guardrail checks %s "
+            "(guardrails.inherit: false or checks: [])",
+            source,
+            ", ".join(dropped),
+            extra={"file": source, "dropped": dropped},
         )
-    return loaded.config
 
 
 @dataclass(frozen=True)
@@ -297,8 +337,8 @@ def load_layers(path: str | Path | None = None) -> LoadedConfig:
         layered = merge_layers(default, file, source=str(p))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    config = _validate(layered.data, source=str(p))
-    return LoadedConfig(config, str(p), default, file, layered.opted_out)
+    config = _validate(layered.data, source=str(p), check_origins=layered.check_origins)
+    return LoadedConfig(config, str(p), default, file, bool(dropped_default_checks(config)))
 
 
 def load_for_show(path: str | Path | None) -> LoadedConfig:
