@@ -96,7 +96,7 @@ class WhisperOptions:
     streaming: bool = True
     interim_every: float = 0.7
     trim_after: float = 8.0
-    fit_window: bool = False
+    fit_window: bool = True
 
     def resolved_path(self) -> str:
         """The model directory to load."""
@@ -323,8 +323,16 @@ def decode_blocking(
             initial_prompt=prompt or None,
             chunk_length=window or FULL_WINDOW,
         )
-        # segments is a lazy generator: decoding happens while it is consumed, here
-        parts = [(s.start, s.end, s.text.strip(), s.avg_logprob) for s in segments]
+        try:
+            # segments is a lazy generator: decoding happens while it is consumed, here
+            parts = [(s.start, s.end, s.text.strip(), s.avg_logprob) for s in segments]
+        finally:
+            # faster-whisper keeps the last chunk_length on the model's feature
+            # extractor: give the shared model back with Whisper's own window, so a
+            # later transcribe() that names no chunk_length is not cut to this one
+            extractor = model.feature_extractor
+            extractor.n_samples = FULL_WINDOW * extractor.sampling_rate
+            extractor.nb_max_frames = extractor.n_samples // extractor.hop_length
     spoken = [p for p in parts if p[2]]
     text = " ".join(p[2] for p in spoken)
     confidence = math.exp(sum(p[3] for p in parts) / len(parts)) if parts else 0.0
