@@ -379,9 +379,48 @@ class CallAgent(Agent):
                 if first:
                     first = False
                     self._mark(run_id, "tts_first_audio")
+                    await self._wait_for_callee_pause()
                 yield frame
         finally:
             await upstream.aclose()  # type: ignore[attr-defined]
+
+    async def _wait_for_callee_pause(self) -> None:
+        """Hold a reply's first audio while the callee is speaking.
+
+        A reply prepared in a pause (preemptive, or an opening started on AMD's
+        verdict) must not start over a callee who went on talking: it waits here.
+        If the callee talks on past ``min_interruption_duration``, livekit interrupts
+        the reply and nothing of it is heard; a short sound (a cough, an "uh") lets
+        it play once the VAD hears silence. Replies that cannot be interrupted (a
+        voicemail message) are not held, and no hold lasts past
+        :data:`MAX_FIRST_AUDIO_HOLD`.
+        """
+        session = self._session_or_none()
+        if session is None or session.user_state != "speaking":
+            return
+        handle = _reply_handle()
+        if handle is not None and not handle.allow_interruptions:
+            return
+        quiet = asyncio.Event()
+
+        def changed(ev: Any) -> None:
+            if ev.new_state != "speaking":
+                quiet.set()
+
+        session.on("user_state_changed", changed)
+        try:
+            if session.user_state == "speaking":
+                await asyncio.wait_for(quiet.wait(), MAX_FIRST_AUDIO_HOLD)
+        except TimeoutError:
+            pass
+        finally:
+            session.off("user_state_changed", changed)
+
+    def _session_or_none(self) -> Any:
+        try:
+            return self.session
+        except RuntimeError:  # not running inside a session (unit tests)
+            return None
 
     def _prepare_request(self, run_id: str, chat_ctx: llm.ChatContext) -> llm.ChatContext:
         """This request's context: the opening marker and the watchdog's reminders.
@@ -492,9 +531,24 @@ class CallAgent(Agent):
         )
 
 
+#: the longest a reply's first audio waits for the callee to pause (seconds); livekit
+#: interrupts a held reply long before, once the callee has talked on for
+#: ``min_interruption_duration``
+MAX_FIRST_AUDIO_HOLD = 3.0
+
+
 def _tool_name(tool: Any) -> str | None:
     info = getattr(tool, "info", None)
     return getattr(info, "name", None)
+
+
+def _reply_handle() -> Any:
+    """The speech handle of the reply being generated (see :func:`_reply_run_id`)."""
+    try:
+        from livekit.agents.voice.agent_activity import _SpeechHandleContextVar
+    except ImportError:  # pragma: no cover - depends on the livekit version
+        return None
+    return _SpeechHandleContextVar.get(None)
 
 
 def _reply_run_id(fallback: str | None) -> str:
@@ -507,12 +561,7 @@ def _reply_run_id(fallback: str | None) -> str:
     fall back to the most recently created handle (``speech_created`` fires just
     before livekit starts the reply task).
     """
-    try:
-        from livekit.agents.voice.agent_activity import _SpeechHandleContextVar
-
-        handle = _SpeechHandleContextVar.get(None)
-    except ImportError:  # pragma: no cover - depends on the livekit version
-        handle = None
+    handle = _reply_handle()
     if handle is not None:
         return str(handle.id)
     return fallback or "run_unknown"

@@ -79,3 +79,53 @@ max_seconds: 30
     assert res.amd is not None and res.amd.category == "human"
     hello_end = 0.5 + 0.065 * len("Hello?")
     assert agent[0].start == pytest.approx(hello_end + 0.5, abs=0.15)
+
+
+def test_a_reply_ready_while_the_callee_talks_on_waits_and_is_dropped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """The opening is ready only after the callee has begun to talk again.
+
+    AMD decides on "Hello?" and its silence; the opening's audio takes 0.4 s to
+    synthesise, and the callee goes on 0.1 s before it is ready. Its first audio
+    waits for the callee to pause; as the callee talks on past the interruption
+    threshold, livekit interrupts it unheard, and the agent answers the callee's
+    whole utterance once it is over: nothing starts while the callee is talking.
+    """
+    import asyncio
+
+    from agent.models.estimate_tts import EstimateChunkedStream
+    from tests.unit.test_replay_calls import _inline
+
+    original = EstimateChunkedStream._run
+
+    async def slow_first_audio(self: EstimateChunkedStream, output_emitter: Any) -> None:
+        await asyncio.sleep(0.4)
+        await original(self, output_emitter)
+
+    monkeypatch.setattr(EstimateChunkedStream, "_run", slow_first_audio)
+    hello_end = 0.5 + 0.065 * len("Hello?")
+    call = _inline(
+        f"""
+name: talks-on
+callee:
+  - at: 0.5
+    say: "Hello?"
+  - at: {hello_end + 0.8:.3f}
+    say: "Sorry, I was just walking in the door with the shopping, who is this please?"
+  - after: agent_turn
+    gap: 0.5
+    timeout: 15
+    hangup: true
+max_seconds: 40
+""",
+        tmp_path,
+    )
+    (r,) = _replay([call])
+    assert r.result.amd is not None and r.result.amd.category == "human"
+    second = [(start, end) for payload, start, end in r.played if payload == "say"][1]
+    heard = [t for t in r.result.turns if t.role == "agent" and t.end > t.start]
+    assert heard, r.result.turns
+    # no agent audio inside the callee's second utterance
+    assert all(not (second[0] <= t.start < second[1]) for t in heard), (second, heard)
+    assert r.cut_ins == 0
