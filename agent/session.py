@@ -266,6 +266,24 @@ class SessionActor(Actor):
         self.transport.audio_output.on("playback_finished", self._on_playback_finished)
         await s.start(self.agent, record=False)
         self._started.set()
+        prefill = getattr(llm_model, "prefill", None)
+        if prefill is not None and self._instructions and not is_virtual():
+            # the local LLM evaluates the instructions while the line rings (see
+            # LlamaLLM.prefill); a failure costs only that head start. On the
+            # virtual clock time stands still while a model runs, so there is no
+            # ringing to hide it in, and a call that never asks the LLM (a
+            # voicemail) would only pay for it
+            self.spawn(self._prefill(prefill), name=f"{self.name}:prefill", crash=False)
+
+    async def _prefill(self, prefill: Callable[[str], Awaitable[int]]) -> None:
+        try:
+            await prefill(self._instructions)
+        except Exception:
+            logger.warning(
+                "prefilling the LLM's prompt prefix failed",
+                exc_info=True,
+                extra={"call_id": self.call_id},
+            )
 
     async def on_stop(self) -> None:
         await self.close()

@@ -283,6 +283,35 @@ class LlamaLLM(llm.LLM):
         """Load the weights now (blocking; cached per process)."""
         load_llama_model(self._opts)
 
+    async def prefill(self, instructions: str) -> int:
+        """Evaluate a call's stable prompt prefix (its instructions) before it is needed.
+
+        A call's first request otherwise evaluates the whole instructions while the
+        callee waits for the opening; the line rings for seconds first. Run this when
+        the call starts: the first request then finds the prefix in this call's
+        context (:meth:`for_call`), as every later one does. A generation that comes
+        first simply waits for the model. Returns the tokens evaluated.
+        """
+        messages = chat_ctx_to_messages(
+            llm.ChatContext([llm.ChatMessage(role="system", content=[instructions])])
+        )
+        if not messages:
+            return 0
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self._prefill_blocking, messages)
+
+    def _prefill_blocking(self, messages: list[dict[str, str]]) -> int:
+        loaded = load_llama_model(self._opts, self._owner)
+        with loaded.lock:
+            tokens = chat_prompt_tokens(loaded.llama, messages)
+            held = cached_prefix(loaded.llama, tokens)
+            if held >= len(tokens) - 1:
+                return 0
+            # as Llama.generate does: keep the prefix the context already holds
+            loaded.llama.n_tokens = held
+            loaded.llama.eval(tokens[held:])
+            return len(tokens) - held
+
     async def _prewarm_impl(self) -> None:
         # livekit's LLM.prewarm() runs this in a task it owns (AgentSession calls it)
         await asyncio.get_running_loop().run_in_executor(None, self.load)

@@ -181,3 +181,23 @@ async def test_a_calls_second_request_reuses_the_evaluated_prompt_prefix() -> No
     assert load_llama_model(shared.options, call_c) is context_b
     call_a.release()
     call_c.release()
+
+
+async def test_a_prefilled_call_reuses_its_instructions_on_the_first_request() -> None:
+    shared = build_llm("local/smollm2-135m")
+    assert isinstance(shared, LlamaLLM)
+    call = shared.for_call()
+    ctx = _short_chat()
+    instructions = next(i for i in ctx.items if getattr(i, "role", "") == "system").text_content
+    assert instructions
+    evaluated = await call.prefill(instructions)
+    assert evaluated > 10
+    # evaluated once: a second prefill finds it all in the context
+    assert await call.prefill(instructions) == 0
+    first = await _usage(call, ctx)
+    # all but the few tokens that open the assistant's turn after a system-only prompt
+    assert first.prompt_cached_tokens >= evaluated - 4
+    cold = shared.for_call()
+    assert (await _usage(cold, ctx)).prompt_cached_tokens == 0
+    call.release()
+    cold.release()
