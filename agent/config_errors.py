@@ -110,6 +110,7 @@ def describe_error(
     files: Sequence[Path] = (),
     prefix: str = "",
     environment: bool = True,
+    renames: Mapping[Loc, tuple[Loc, Path]] | None = None,
 ) -> str:
     """The first error of ``exc`` as ``SOURCE[:LINE]: KEY: MESSAGE``.
 
@@ -122,13 +123,22 @@ def describe_error(
             the key gives its path and line.
         prefix: Put before the key (``agent.`` for a recorded call's overrides).
         environment: Whether ``CALLRT_*`` variables took part (they win over files).
+        renames: Keys of the merged data that sit elsewhere in the file that said
+            them, by key prefix: ``{("guardrails", "checks", 4): (("guardrails",
+            "checks", 0), Path("agent.yaml"))}`` (a file's checks follow the defaults').
     """
     error = exc.errors()[0]
     loc = _data_loc(data, error["loc"])
-    key = ".".join(str(p) for p in loc)
     message = _message(error, loc, model)
+    key = ".".join(str(p) for p in loc)
     where = source
     variable = env_variable(key) if environment else None
+    if variable is None:
+        for merged, (written, path) in (renames or {}).items():
+            if loc[: len(merged)] == merged:
+                loc, files = (*written, *loc[len(merged) :]), [path]
+                key = ".".join(str(p) for p in loc)
+                break
     if variable is not None:
         where = f"{variable} (environment variable)"
     else:

@@ -13,8 +13,9 @@ AMD, guardrails, ...) and overrides what it names. The merge rules, per key:
 - ``guardrails: {inherit: false, ...}`` starts the guardrails section from the
   empty built-in one instead of the defaults.
 
-A config that ends up without the default checks this way has opted out; the
-loader logs a warning naming the file. Environment variables (``CALLRT_*``)
+A config that ends up without one of the default checks this way has opted out;
+the run logs a warning naming the file and the dropped checks once the config has
+loaded and its models are built (not for a config that fails). Environment variables (``CALLRT_*``)
 override the result (see :mod:`agent.config`).
 """
 
@@ -31,10 +32,14 @@ __all__ = ["Layered", "merge_layers", "check_name", "value_sources"]
 
 @dataclass(frozen=True)
 class Layered:
-    """The merged config data, and whether the file dropped the default guardrail checks."""
+    """The merged config data, and whether the file dropped default guardrail checks."""
 
     data: dict[str, Any]
     opted_out: bool
+    #: where each merged guardrail check came from: ``("file", i)`` is the file's
+    #: ``guardrails.checks[i]``, ``("default", i)`` the default's (so an error in a
+    #: check names the index the user wrote)
+    check_origins: tuple[tuple[str, int], ...] = ()
 
 
 def check_name(check: Any) -> str:
@@ -60,8 +65,9 @@ def merge_layers(default: Mapping[str, Any], file: Mapping[str, Any], *, source:
             the message names the file and the key.
     """
     out = _deep_merge(dict(default), {k: v for k, v in file.items() if k != "guardrails"})
+    default_checks = list((default.get("guardrails") or {}).get("checks") or [])
     if "guardrails" not in file:
-        return Layered(out, opted_out=False)
+        return Layered(out, False, tuple(("default", i) for i in range(len(default_checks))))
     over = file["guardrails"]
     if not isinstance(over, Mapping):
         raise ValueError(
@@ -75,34 +81,39 @@ def merge_layers(default: Mapping[str, Any], file: Mapping[str, Any], *, source:
     base = dict(default.get("guardrails") or {}) if inherit else {}
     checks_over = over.pop("checks", None)
     merged = _deep_merge(base, over)
-    default_checks = list(base.get("checks") or [])
+    inherited = default_checks if inherit else []
     if checks_over is None:
-        checks = default_checks
+        checks_over = []
     elif not isinstance(checks_over, list):
         raise ValueError(f"{source}: guardrails.checks: expected a list of checks")
     elif not checks_over:
-        checks = []
-    else:
-        checks = _extend_by_name(default_checks, checks_over)
+        inherited = []
+    checks, origins = _extend_by_name(inherited, checks_over)
     if checks:
         merged["checks"] = checks
     else:
         merged.pop("checks", None)
     out["guardrails"] = merged
-    had = bool((default.get("guardrails") or {}).get("checks"))
-    return Layered(out, opted_out=had and (not inherit or checks_over == []))
+    kept = {check_name(c) for c in checks}
+    dropped = any(check_name(c) not in kept for c in default_checks)
+    return Layered(out, dropped, origins)
 
 
-def _extend_by_name(default: list[Any], over: list[Any]) -> list[Any]:
+def _extend_by_name(
+    default: list[Any], over: list[Any]
+) -> tuple[list[Any], tuple[tuple[str, int], ...]]:
     out = list(default)
+    origins = [("default", i) for i in range(len(out))]
     index = {check_name(c): i for i, c in enumerate(out)}
-    for check in over:
+    for j, check in enumerate(over):
         name = check_name(check)
         if name and name in index:
             out[index[name]] = check
+            origins[index[name]] = ("file", j)
         else:
             out.append(check)
-    return out
+            origins.append(("file", j))
+    return out, tuple(origins)
 
 
 def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

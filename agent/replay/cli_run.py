@@ -16,7 +16,7 @@ from guardrails.response import ResponseGuardrailError
 from guardrails.rules import PackError
 
 from ..call import ModelSet
-from ..config import AgentConfig, ConfigError
+from ..config import AgentConfig, ConfigError, warn_dropped_checks
 from ..config_env import model_key, value_source
 from ..messages import CallStarted
 from ..models.registry import ModelConfigError, UnknownModelError
@@ -94,6 +94,8 @@ def run_replay(
         if problem:
             errors.print(f"[red]error:[/red] {escape(problem)}", highlight=False)
             return 2
+    # the config is good and its models are built: now say that it opts out of defaults
+    warn_dropped_checks(config, source=config_source)
     results: list[ReplayedCall] = []
     jsonl = jsonl_path.open("w", encoding="utf-8") if jsonl_path else None
 

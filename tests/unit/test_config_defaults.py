@@ -19,7 +19,13 @@ from typer.testing import CliRunner
 from agent.call import ModelSet
 from agent.chat import ChatSession
 from agent.cli import app
-from agent.config import DEFAULT_CONFIG, ConfigError, load_config, load_layers
+from agent.config import (
+    DEFAULT_CONFIG,
+    ConfigError,
+    load_config,
+    load_layers,
+    warn_dropped_checks,
+)
 from agent.models.estimate_tts import EstimateTTS
 from agent.runtime import clock
 from agent.telephony.sim_io import TranscriptFeedSTT
@@ -127,6 +133,69 @@ def test_a_config_that_keeps_the_defaults_logs_nothing(caplog: pytest.LogCapture
         load_config(REMINDER)
         load_config()
     assert not caplog.records
+
+
+def test_a_config_that_restates_every_default_check_drops_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    default = yaml.safe_load(DEFAULT_CONFIG.read_text())["guardrails"]["checks"]
+    path = _write(tmp_path, {"guardrails": {"inherit": False, "checks": default}})
+    with caplog.at_level(logging.WARNING, logger="agent.config"):
+        assert _checks(path) == DEFAULT_CHECKS
+    assert not caplog.records
+    assert not load_layers(path).opted_out
+
+
+def test_dropping_some_default_checks_names_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    default = yaml.safe_load(DEFAULT_CONFIG.read_text())["guardrails"]["checks"]
+    path = _write(tmp_path, {"guardrails": {"inherit": False, "checks": default[:2]}})
+    with caplog.at_level(logging.WARNING, logger="agent.config"):
+        load_config(path)
+    [warning] = caplog.records
+    assert warning.dropped == ["handoff", "no_sensitive_data"]  # type: ignore[attr-defined]
+    assert str(path) in warning.getMessage()
+
+
+def test_warn_false_defers_the_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = _write(tmp_path, {"guardrails": {"checks": []}})
+    with caplog.at_level(logging.WARNING, logger="agent.config"):
+        config = load_config(path, warn=False)
+        assert not caplog.records
+        warn_dropped_checks(config, source=str(path))
+    assert len(caplog.records) == 1
+
+
+@pytest.mark.parametrize(
+    ("checks", "key"),
+    [
+        ([{"hook": "on_sentence", "decisions": ["abusive"]}], "guardrails.checks.0.hook"),
+        (
+            [
+                {"name": "abuse", "hook": "on_user_turn", "decisions": ["abusive"]},
+                {"name": "x", "hook": "on_user_turn", "decisions": ["abusive"], "eager": 3},
+            ],
+            "guardrails.checks.1.eager",
+        ),
+        (
+            [{"name": "abuse", "hook": "on_user_turn", "decisions": ["abusive"], "nope": 1}],
+            "guardrails.checks.0.nope",
+        ),
+    ],
+    ids=["appended", "appended-after-a-replaced-one", "replaced-in-place"],
+)
+def test_an_error_in_a_files_check_names_the_index_the_file_wrote(
+    tmp_path: Path, checks: list[dict[str, Any]], key: str
+) -> None:
+    """The file's checks follow the four default ones, but the user wrote index 0."""
+    path = _write(tmp_path, {"guardrails": {"checks": checks}})
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    where, said, _ = str(info.value).split(": ", 2)
+    assert where.startswith(f"{path}:") and said == key
+    line = int(where.rsplit(":", 1)[1])
+    assert path.read_text().splitlines()[line - 1].lstrip(" -").split(":")[0] in key
 
 
 def test_a_guardrails_section_of_the_wrong_shape_names_file_and_key(tmp_path: Path) -> None:
