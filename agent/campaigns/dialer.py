@@ -181,7 +181,8 @@ class Dialer:
             return status
         except BaseExceptionGroup as group:
             first = _first_error(group)
-            logger.error(
+            # raised to the caller, who reports it (``campaign start``: one line, -v the trace)
+            logger.info(
                 "dialer run stopped: a helper or call failed; the others were cancelled",
                 extra={"campaign_id": self.campaign.id, "error": type(first).__name__},
                 exc_info=first,

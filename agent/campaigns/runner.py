@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from ..runtime import clock
-from .dialer import CampaignClock, Dialer, default_dialer_id
+from .dialer import CampaignClock, Dialer, DialerError, default_dialer_id
 from .store import CampaignStore
 
 __all__ = ["StartOptions", "run_start", "build_dispatcher"]
+
+logger = logging.getLogger("agent.campaigns.runner")
 
 
 @dataclass
@@ -51,7 +55,7 @@ def _recorded_calls(options: StartOptions) -> list[Any]:
 
 def build_dispatcher(options: StartOptions, spec: Any, store: CampaignStore) -> Any:
     """The dispatcher for ``options.mode``; bad input raises ValueError (one line)."""
-    from ..config import DEFAULT_CONFIG, ConfigError, load_config
+    from ..config import DEFAULT_CONFIG, ConfigError, load_config, warn_dropped_checks
     from ..config_env import model_key, value_source
     from ..models.registry import ModelConfigError, UnknownModelError
     from .dispatch import InstantDispatcher, LiveKitDispatcher, SimulatorDispatcher
@@ -75,7 +79,7 @@ def build_dispatcher(options: StartOptions, spec: Any, store: CampaignStore) -> 
         )
     calls = _recorded_calls(options)
     try:
-        config = load_config(spec.agent)
+        config = load_config(spec.agent, warn=False)
     except ConfigError as exc:
         raise ValueError(f"campaign agent: {exc}") from None
     if spec.max_call_seconds:
@@ -89,11 +93,17 @@ def build_dispatcher(options: StartOptions, spec: Any, store: CampaignStore) -> 
         key = model_key(str(exc), config.models)
         where = value_source(key, str(spec.agent or DEFAULT_CONFIG))
         raise ValueError(f"{where}: {key}: {exc}") from None
+    warn_dropped_checks(config, source=str(spec.agent or DEFAULT_CONFIG))
     return dispatcher
 
 
 def run_start(options: StartOptions, *, console: Console) -> int:
-    """Run the campaign's dialer in this process; returns the exit status."""
+    """Run the campaign's dialer in this process; returns the exit status.
+
+    0 when the run ended or was stopped (a later ``start`` resumes it), 1 when it
+    failed (:class:`DialerError`: one error line; the calls it cut are abandoned).
+    A store that stays away raises :class:`StoreError` (the CLI names the store).
+    """
     from .cli import install_signal_stop
     from .definition import CampaignSpec
     from .progress import LiveProgress, summary_table
@@ -121,8 +131,19 @@ def run_start(options: StartOptions, *, console: Console) -> int:
                 on_event=progress.update,
             )
             install_signal_stop(dialer.stop)
-            with progress:
-                status = await dialer.run()
+            try:
+                with progress:
+                    status = await dialer.run()
+            except DialerError as exc:
+                # the run's own failure, not bad input: one line, status 1; -v shows the trace
+                logger.info("dialer run failed", exc_info=exc)
+                console.print(
+                    f"[red]error:[/red] {escape(str(exc))}; "
+                    f"`campaign start {options.name}` resumes it",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+                return 1
             final = await store.summary(options.name)
             Console().print(summary_table(final))
             if status not in ("done", "cancelled"):
