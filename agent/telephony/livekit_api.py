@@ -314,7 +314,12 @@ def _reason(exc: BaseException) -> str:
         text = _sip_text(
             _sip_code(exc), meta.get("sip_status", ""), meta.get("sip_transfer_reason", "")
         )
-        return text or _scrub(f"{exc.code}: {exc.message}" if exc.message else exc.code)
+        if text:
+            return text
+        if exc.message:
+            return _scrub(f"{exc.code}: {exc.message}")
+        # not a Twirp answer (a proxy's 503): the HTTP status is all there is to say
+        return f"{exc.code} (http {exc.status})"
     if isinstance(exc, TimeoutError) and not isinstance(exc, aiohttp.ClientError):
         return "timeout"
     return _scrub(f"{type(exc).__name__}: {exc}".rstrip(": "))

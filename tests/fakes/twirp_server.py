@@ -24,6 +24,7 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
 import uuid
@@ -143,13 +144,28 @@ class _Failure:
     meta: dict[str, str]
 
 
+@dataclass(frozen=True)
+class _Unavailable:
+    """Not the LiveKit server's answer: a proxy's plain-text 503 (no Twirp JSON)."""
+
+    body: str
+
+
+@dataclass(frozen=True)
+class _Hang:
+    """No answer at all: the request stays open until the fake stops."""
+
+
+_Outcome = Message | _Failure | _Unavailable | _Hang
+
+
 @dataclass
 class _Endpoint:
     service: str
     request: type[Message]
     answer: Callable[[Any], Message | _Failure]
     grants: Callable[[Claims, Any], bool]
-    outcomes: deque[Message | _Failure] = field(default_factory=deque)
+    outcomes: deque[_Outcome] = field(default_factory=deque)
 
 
 _GRPC_CODE = {
@@ -202,6 +218,7 @@ class FakeLiveKit:
         self.rooms: set[str] = set()
         self._verifier = TokenVerifier(api_key, api_secret)
         self._runner: web.AppRunner | None = None
+        self._release = asyncio.Event()
         self._endpoints: dict[str, _Endpoint] = {
             "CreateRoom": _Endpoint(
                 "RoomService",
@@ -281,6 +298,15 @@ class FakeLiveKit:
         full_meta.update(meta or {})
         endpoint.outcomes.append(_Failure(code or "internal", msg or "", full_meta))
 
+    def unavailable_next(self, method: str, body: str = "upstream connect error") -> None:
+        """Answer the next call of ``method`` with HTTP 503 and a plain-text body, as a
+        load balancer in front of an overloaded or restarting server does."""
+        self._endpoint(method).outcomes.append(_Unavailable(body))
+
+    def hang_next(self, method: str) -> None:
+        """Never answer the next call of ``method`` (it is released when the fake stops)."""
+        self._endpoint(method).outcomes.append(_Hang())
+
     def respond_next(self, method: str, message: Message) -> None:
         """Answer the next call of ``method`` with ``message`` instead of the default."""
         self._endpoint(method).outcomes.append(message)
@@ -311,6 +337,7 @@ class FakeLiveKit:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self._release.set()  # hung requests end now, not after aiohttp's shutdown timeout
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -345,6 +372,11 @@ class FakeLiveKit:
             return _error("permission_denied", "permissions denied")
 
         outcome = endpoint.outcomes.popleft() if endpoint.outcomes else endpoint.answer(message)
+        if isinstance(outcome, _Hang):
+            await self._release.wait()
+            return web.Response(status=503, text="server going away")
+        if isinstance(outcome, _Unavailable):
+            return web.Response(status=503, text=outcome.body)
         if isinstance(outcome, _Failure):
             return _error(outcome.code, outcome.msg, outcome.meta)
         return web.Response(body=outcome.SerializeToString(), content_type="application/protobuf")

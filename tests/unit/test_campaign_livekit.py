@@ -169,6 +169,36 @@ async def test_a_refused_dispatch_is_a_failed_attempt_and_is_retried(
     assert len(again) == 1 and again[0].disposition in {"completed", "voicemail", "busy"}
 
 
+async def test_a_503_while_placing_a_call_is_a_failed_attempt_retried_and_no_row_is_lost(
+    lk: FakeLiveKit, tmp_path: Path
+) -> None:
+    """The LiveKit API (behind its load balancer) answers 503 to the first room."""
+    db_url = f"sqlite:///{tmp_path / 'c.db'}"
+    store = await CampaignStore.open(db_url)
+    telephony = _telephony(lk)
+    worker = asyncio.create_task(_worker(lk, db_url, []))
+    lk.unavailable_next("CreateRoom")
+    try:
+        retry = RetryPolicy(max_attempts=2, after={"failed": 0.05, "busy": None})
+        spec, row = await _campaign(store, retry, concurrent=1)
+        dispatcher = LiveKitDispatcher(telephony, store, poll=0.02)
+        dialer = Dialer(store, row, spec, dispatcher, CampaignClock(), dialer_id="d1", poll=0.05)
+        status = await asyncio.wait_for(dialer.run(), timeout=30)
+        records = await store.attempt_records(row.id)
+    finally:
+        worker.cancel()
+        await store.aclose()
+        await telephony.aclose()
+    assert status == "done"
+    [failed] = [r for r in records if r.disposition == "failed"]
+    assert failed.attempt_no == 1
+    again = [r for r in records if r.contact_id == failed.contact_id and r.attempt_no == 2]
+    assert len(again) == 1
+    # every contact ended, each attempt recorded once
+    assert sorted(r.number for r in records if r.attempt_no == 1) == NUMBERS
+    assert len(records) == len(NUMBERS) + 1
+
+
 async def test_a_worker_without_a_store_reports_that_it_could_not_record(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -498,3 +499,33 @@ async def test_no_phone_number_reaches_a_log_message(
         text = record.getMessage() + " " + str(getattr(record, "reason", ""))
         assert not any(d in text for d in DIGITS), text
     assert {getattr(r, "number", None) for r in ours} >= {"+1********21", "+1********00"}
+
+
+# -- injected faults (docs/faults.md) ----------------------------------------------
+
+
+async def test_a_503_from_in_front_of_the_server_on_dial_is_a_failed_call(
+    lk: FakeLiveKit, telephony: LiveKitTelephony
+) -> None:
+    lk.unavailable_next("CreateSIPParticipant")
+
+    result = await asyncio.wait_for(telephony.dial("call-1", NUMBER, identity="callee"), 5)
+
+    assert result == DialResult("failed", "callee", None, "unknown (http 503)")
+    assert len(lk.messages("CreateSIPParticipant")) == 1  # not retried against a local host
+
+
+async def test_a_dial_the_server_never_answers_times_out_as_no_answer(lk: FakeLiveKit) -> None:
+    api = LiveKitAPI(lk.url, lk.api_key, lk.api_secret)
+    t = LiveKitTelephony(_settings(lk, ringing_timeout=1.0), api=api)
+    lk.hang_next("CreateSIPParticipant")
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    try:
+        result = await asyncio.wait_for(t.dial("call-1", NUMBER, identity="callee"), 10)
+    finally:
+        await t.aclose()
+        await api.aclose()
+    # the client gives up after the ringing window plus livekit's 2 s margin
+    assert 2.5 <= loop.time() - start <= 5.0
+    assert result == DialResult("no-answer", "callee", None, "timeout")
