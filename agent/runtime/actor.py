@@ -275,7 +275,7 @@ class Actor:
             kind = getattr(msg, "kind", type(msg).__name__)
             raise MailboxFull(f"actor {self.name!r} data lane is full; dropped {kind!r}") from None
 
-    # The ``timeout`` argument is the documented ask API (DESIGN.md); it is
+    # The ``timeout`` argument is the documented ask API (docs/architecture.md, "Actors"); it is
     # applied with asyncio.timeout on the loop clock inside.
     async def ask(self, msg: Any, *, timeout: float) -> Any:  # noqa: ASYNC109
         """Send and wait for the reply; the handler's exception is raised here."""
