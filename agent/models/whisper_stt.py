@@ -20,10 +20,12 @@ the session's VAD, and Whisper's own VAD filter stays off.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -54,9 +56,16 @@ _MODELS_LOCK = threading.Lock()
 #: Whisper's own window (seconds): what it was trained on, and what a decode encodes
 #: unless ``fit_window``
 FULL_WINDOW = 30
-#: silence after the audio inside a fitted window (seconds), and the smallest window
-WINDOW_PAD = 1.0
+#: silence after the audio inside a fitted window (seconds; with 1 s Whisper looped
+#: and misheard more often, bench/stt.py), and the smallest window
+WINDOW_PAD = 3.0
 MIN_WINDOW = 2
+#: samples per Whisper feature frame (10 ms at 16 kHz)
+HOP_LENGTH = 160
+#: a fitted decode is cut at this many tokens per second of audio (plus 16), and
+#: redone with the full window when it has more words per second than this
+MAX_TOKENS_PER_SECOND = 8
+MAX_WORDS_PER_SECOND = 5
 _DECODE_LOCK = threading.Lock()
 
 
@@ -84,7 +93,8 @@ class WhisperOptions:
         fit_window: encode a window that fits the audio (its length plus
             :data:`WINDOW_PAD`, whole seconds, at most 30) instead of Whisper's padded
             30 s: the encoder's cost follows the window, so a phone utterance decodes
-            several times faster with the same words (``bench/stt.py``).
+            about twice as fast (``bench/stt.py``). A fitted decode that reads as
+            looped (:func:`looks_looped`) is done again with the full window.
     """
 
     model_path: str | None = None
@@ -283,6 +293,33 @@ class Decoded:
     segments: tuple[tuple[float, float, str], ...] = ()
 
 
+@contextlib.contextmanager
+def _encoder_window(seconds: int | None) -> Iterator[None]:
+    """Let the encoder see ``seconds`` of features instead of 30 s (under _DECODE_LOCK).
+
+    faster-whisper sizes the features to ``chunk_length`` but then pads every segment
+    to Whisper's 3000 frames (``pad_or_trim``'s default) before encoding, so the
+    encoder's work stays that of 30 s. CTranslate2's encoder takes any length up to
+    that; while this decode runs, segments are padded to the fitted window instead.
+    """
+    if seconds is None or seconds >= FULL_WINDOW:
+        yield
+        return
+    import faster_whisper.transcribe as fw_transcribe
+
+    original = fw_transcribe.pad_or_trim
+    frames = seconds * WHISPER_SAMPLE_RATE // HOP_LENGTH
+
+    def fitted(array: np.ndarray, length: int = 3000, *, axis: int = -1) -> np.ndarray:
+        return original(array, min(length, frames), axis=axis)
+
+    fw_transcribe.pad_or_trim = fitted
+    try:
+        yield
+    finally:
+        fw_transcribe.pad_or_trim = original
+
+
 def decode_blocking(
     model: WhisperModel,
     audio: np.ndarray,
@@ -306,13 +343,57 @@ def decode_blocking(
     """
     if len(audio) == 0:
         return Decoded("", 0.0)
-    window = None
+    seconds = len(audio) / WHISPER_SAMPLE_RATE
+    args = (model, audio, language, beam_size, prompt, timestamps)
     if fit_window:
-        seconds = len(audio) / WHISPER_SAMPLE_RATE + WINDOW_PAD
-        window = min(FULL_WINDOW, max(MIN_WINDOW, math.ceil(seconds)))
+        window = min(FULL_WINDOW, max(MIN_WINDOW, math.ceil(seconds + WINDOW_PAD)))
+        if window < FULL_WINDOW:
+            # a fitted window can make Whisper loop on what it heard; such a decode
+            # is cut short and done again the usual way
+            fitted = _decode(*args, window=window, max_new_tokens=_token_cap(seconds))
+            if not looks_looped(fitted.text, seconds):
+                return fitted
+    return _decode(*args, window=None, max_new_tokens=None)
+
+
+def _token_cap(seconds: float) -> int:
+    """Tokens a fitted decode may produce: far more than anyone says in ``seconds``."""
+    return int(MAX_TOKENS_PER_SECOND * seconds) + 16
+
+
+def looks_looped(text: str, seconds: float) -> bool:
+    """Whether a decode of ``seconds`` of audio reads like Whisper looping.
+
+    More words than a fast talker says in that time, words said again right after
+    themselves ("Hello? Hello? Hello?"), or a run of four words that comes twice.
+    A caller does sometimes repeat themselves; then the cost is only a second
+    decode, whose words are kept whatever they are.
+    """
+    words = [w.strip(".,?!;:\"'").lower() for w in text.split()]
+    if len(words) > MAX_WORDS_PER_SECOND * seconds + 4:
+        return True
+    for n in range(1, 5):
+        for i in range(len(words) - 2 * n + 1):
+            if words[i : i + n] == words[i + n : i + 2 * n]:
+                return True
+    grams = [tuple(words[i : i + 4]) for i in range(len(words) - 3)]
+    return len(grams) != len(set(grams))
+
+
+def _decode(
+    model: WhisperModel,
+    audio: np.ndarray,
+    language: str,
+    beam_size: int,
+    prompt: str | None,
+    timestamps: bool,
+    *,
+    window: int | None,
+    max_new_tokens: int | None,
+) -> Decoded:
     # faster-whisper's chunk_length resizes the model's shared feature extractor for
     # the whole decode (the segments are decoded lazily, below): one decode at a time
-    with _DECODE_LOCK:
+    with _DECODE_LOCK, _encoder_window(window):
         segments, _info = model.transcribe(
             audio,
             language=language,
@@ -322,6 +403,7 @@ def decode_blocking(
             without_timestamps=not timestamps,
             initial_prompt=prompt or None,
             chunk_length=window or FULL_WINDOW,
+            max_new_tokens=max_new_tokens,
         )
         try:
             # segments is a lazy generator: decoding happens while it is consumed, here

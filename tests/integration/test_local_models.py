@@ -187,9 +187,11 @@ async def test_a_prefilled_call_reuses_its_instructions_on_the_first_request() -
     shared = build_llm("local/smollm2-135m")
     assert isinstance(shared, LlamaLLM)
     call = shared.for_call()
-    ctx = _short_chat()
-    instructions = next(i for i in ctx.items if getattr(i, "role", "") == "system").text_content
-    assert instructions
+    # instructions no earlier test used: a context another call released may hold those
+    instructions = "You are a courteous clinic receptionist. Answer in a single short sentence."
+    ctx = llm.ChatContext.empty()
+    ctx.add_message(role="system", content=instructions)
+    ctx.add_message(role="user", content="Hi, is this the dentist's office?")
     evaluated = await call.prefill(instructions)
     assert evaluated > 10
     # evaluated once: a second prefill finds it all in the context
@@ -197,7 +199,9 @@ async def test_a_prefilled_call_reuses_its_instructions_on_the_first_request() -
     first = await _usage(call, ctx)
     # all but the few tokens that open the assistant's turn after a system-only prompt
     assert first.prompt_cached_tokens >= evaluated - 4
+    # a call that was not prefilled evaluates them (a recycled context may hold the
+    # chat template's first few tokens)
     cold = shared.for_call()
-    assert (await _usage(cold, ctx)).prompt_cached_tokens == 0
+    assert (await _usage(cold, ctx)).prompt_cached_tokens < evaluated // 2
     call.release()
     cold.release()
