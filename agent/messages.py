@@ -86,6 +86,17 @@ class ActorCrashed(_Msg):
     error: str
 
 
+class ModelFailed(_Msg):
+    """A model of the session failed in a way livekit does not retry (its error event
+    with ``recoverable`` false): the call may go on deaf (STT), silent (LLM, TTS) or
+    end. ``model`` is ``stt``, ``llm``, ``tts`` or ``other``; ``error`` the exception's
+    class name (never its message, which may quote what the caller said)."""
+
+    kind: Literal["model_failed"] = "model_failed"
+    model: str
+    error: str
+
+
 # -- session events --------------------------------------------------------
 
 
@@ -510,6 +521,7 @@ Message = Annotated[
     | RemoteHangup
     | CallEnded
     | ActorCrashed
+    | ModelFailed
     | UserSpeechStarted
     | UserSpeechStopped
     | UserTranscript

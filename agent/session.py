@@ -44,6 +44,7 @@ from .messages import (
     GenerateReply,
     HangUp,
     InterruptRun,
+    ModelFailed,
     PlaybackFinished,
     RemoteHangup,
     Say,
@@ -474,10 +475,29 @@ class SessionActor(Actor):
         task.add_done_callback(self._hook_tasks.discard)
 
     def _on_error(self, ev: Any) -> None:
+        error = getattr(ev, "error", None)
+        kind = getattr(error, "type", "")
+        model = {"stt_error": "stt", "llm_error": "llm", "tts_error": "tts"}.get(kind, "other")
+        inner = getattr(error, "error", error)
+        recoverable = bool(getattr(error, "recoverable", False))
         logger.warning(
             "agent session error",
-            extra={"call_id": self.call_id, "source": type(getattr(ev, "source", None)).__name__},
+            extra={
+                "call_id": self.call_id,
+                "source": type(getattr(ev, "source", None)).__name__,
+                "model": model,
+                "error": type(inner).__name__,
+                "recoverable": recoverable,
+            },
         )
+        if not recoverable:
+            # livekit goes on (it closes the session only after several of these),
+            # so the call may end normally: the message keeps the failure on record
+            self._publish(
+                ModelFailed(
+                    call_id=self.call_id, at=self._now(), model=model, error=type(inner).__name__
+                )
+            )
 
     def _on_session_close(self, ev: CloseEvent) -> None:
         # livekit closed the session by itself (e.g. a model kept failing): the call

@@ -22,6 +22,7 @@ from ..messages import (
     CallEnded,
     DtmfSent,
     GuardrailEvaluated,
+    ModelFailed,
     TurnLatency,
     UserSpeechStarted,
     UserSpeechStopped,
@@ -30,6 +31,7 @@ from ..messages import (
 )
 from ..runtime import ALL, Bus
 from .results import (
+    MODEL_FAILURE,
     RUNTIME_FAILURE,
     AmdResult,
     CallResult,
@@ -73,6 +75,7 @@ class CallObserver:
     dtmf_sent: str = ""
     latencies: list[float] = field(default_factory=list)
     _awaiting_reply_since: float | None = None
+    _model_failures: list[ModelFailed] = field(default_factory=list)
     _bus: Bus | None = None
 
     def attach(self, bus: Bus) -> None:
@@ -81,12 +84,15 @@ class CallObserver:
         bus.subscribe(ALL, self.on_message)
 
     def runtime_failures(self) -> list[Failure]:
-        """One failure per bus subscriber that missed messages (this observer included)."""
-        if self._bus is None:
-            return []
-        return [
+        """One failure per bus subscriber that missed messages (this observer included),
+        and one per model failure the session reported (:class:`ModelFailed`)."""
+        lost = [
             Failure(key=RUNTIME_FAILURE, expected="every message handled", actual=f.describe())
-            for f in self._bus.failures
+            for f in (self._bus.failures if self._bus is not None else [])
+        ]
+        return lost + [
+            Failure(key=MODEL_FAILURE, expected="no model failure", actual=f"{m.model}: {m.error}")
+            for m in self._model_failures
         ]
 
     def _run(self, run_id: str) -> _AgentRun:
@@ -135,6 +141,8 @@ class CallObserver:
                 self._guardrail.append(msg)
             case DtmfSent(digits=digits):
                 self.dtmf_sent += digits
+            case ModelFailed():
+                self._model_failures.append(msg)
             case CallEnded():
                 self.ended = msg
 

@@ -34,6 +34,7 @@ __all__ = [
     "CallResult",
     "Failure",
     "GuardrailEvaluation",
+    "MODEL_FAILURE",
     "RUNTIME_FAILURE",
     "Turn",
     "TurnLatencyResult",
@@ -51,6 +52,10 @@ Time = float  # seconds after answer, on the replay clock
 
 RUNTIME_FAILURE = "runtime.subscriber"
 """The ``failures`` key of a bus subscriber that missed messages (the result is partial)."""
+
+MODEL_FAILURE = "runtime.model"
+"""The ``failures`` key of a session model (STT, LLM, TTS) that failed beyond livekit's
+retries: the call went on, or ended, without it."""
 
 
 class _Result(BaseModel):

@@ -97,7 +97,12 @@ def test_an_llm_that_fails_or_hangs_leaves_the_call_to_end_cleanly(
     res = r.result
     assert res.disposition == "completed"  # the caller hung up; the call ended on it
     assert res.duration <= 20.0
-    assert res.ok
+    failed = [f.actual for f in res.failures if f.key == "runtime.model"]
+    if stream is _MidStreamFailure:
+        # the call ended normally, but the result says the model failed
+        assert not res.ok and failed and all(f.startswith("llm: ") for f in failed), failed
+    else:
+        assert res.ok, res.failures
     # every committed turn was settled one way or another: nothing waits forever
     turns = {m.turn_id for m in r.messages if m.kind == "user_turn_completed"}
     settled = {m.turn_id for m in r.messages if m.kind == "turn_settled"}

@@ -133,6 +133,13 @@ def test_an_stt_that_fails_or_hangs_leaves_a_deaf_call_that_still_ends(
     assert res.duration <= CALLER_HANGS_UP + 1.0
     assert [t.role for t in res.turns] == ["agent"]
     assert not [m for m in r.messages if m.kind == "user_turn_completed"]
+    failed = [f.actual for f in res.failures if f.key == "runtime.model"]
+    if stream is _RaisingFeed:
+        # the call ended normally, but the result says it went deaf
+        assert not res.ok and failed and all(f.startswith("stt: ") for f in failed), failed
+    else:
+        # a recogniser that never answers raises nothing; the call only goes deaf
+        assert failed == []
     _written_whole(r)
 
 
@@ -148,6 +155,8 @@ def test_a_tts_that_fails_mid_sentence_settles_every_turn_and_the_call_ends(
     turns = {m.turn_id for m in r.messages if m.kind == "user_turn_completed"}
     settled = {m.turn_id for m in r.messages if m.kind == "turn_settled"}
     assert len(turns) == 2 and turns <= settled
+    failed = [f.actual for f in res.failures if f.key == "runtime.model"]
+    assert not res.ok and failed and all(f.startswith("tts: ") for f in failed), failed
     _written_whole(r)
 
 

@@ -20,6 +20,7 @@ SAMPLES: dict[str, dict[str, typing.Any]] = {
     "remote_hangup": {},
     "call_ended": {"disposition": "voicemail", "reason": "left message"},
     "actor_crashed": {"actor": "session", "error": "RuntimeError('x')"},
+    "model_failed": {"model": "stt", "error": "APIConnectionError"},
     "user_speech_started": {},
     "user_speech_stopped": {},
     "user_transcript": {"turn_id": "turn_1", "text": "hello", "final": True},
