@@ -27,8 +27,11 @@ __all__ = ["SentenceGate", "split_sentences"]
 _BOUNDARY = re.compile(r"[.!?…]+[\"')\]]*\s+")
 _MIN_SENTENCE_CHARS = 8
 _CLAUSE = re.compile(r"[,;:]\s+")
-#: The first piece of a reply may end at a clause once it has this many characters.
-FIRST_CLAUSE_CHARS = 16
+#: The first piece of a reply may end at a clause once it has this many characters
+#: and :data:`FIRST_CLAUSE_WORDS` words ("I'm Sam," but not "Yes,"): the first audio
+#: then waits for a few tokens and a short synthesis, not for a whole sentence
+FIRST_CLAUSE_CHARS = 6
+FIRST_CLAUSE_WORDS = 2
 
 Check = Callable[[str, int, str], Awaitable[bool]]
 
@@ -41,8 +44,9 @@ def split_sentences(
     Returns the sentences (each keeping its trailing whitespace) and the rest.
     Very short fragments ("Hi. ") are merged with what follows so TTS does not
     get one-word sentences. With ``first_clause``, the first piece may also end
-    at a clause boundary (``, ; :``) with at least ``FIRST_CLAUSE_CHARS`` before
-    it, so speech can start before a long first sentence is complete.
+    at a clause boundary (``, ; :``) with at least ``FIRST_CLAUSE_CHARS`` characters
+    and ``FIRST_CLAUSE_WORDS`` words before it, so speech can start before a long
+    first sentence is complete.
     """
     out: list[str] = []
     start = 0
@@ -51,7 +55,8 @@ def split_sentences(
         for m in _CLAUSE.finditer(buffer):
             if sentence is not None and sentence.start() < m.start():
                 break  # the sentence ends first: split there as usual
-            if m.start() >= FIRST_CLAUSE_CHARS:
+            lead = buffer[: m.start()]
+            if len(lead) >= FIRST_CLAUSE_CHARS and len(lead.split()) >= FIRST_CLAUSE_WORDS:
                 out.append(buffer[: m.end()])
                 start = m.end()
                 break

@@ -32,6 +32,8 @@ from livekit.agents.types import (
 )
 from livekit.agents.utils import is_given
 
+from ..runtime.clock import is_virtual
+
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
@@ -400,6 +402,13 @@ def _complete_sentences(text: str) -> int:
     return count
 
 
+def _set_threads(llama: Llama, threads: int) -> None:
+    """Threads for the context's next decodes (llama.cpp's ``llama_set_n_threads``)."""
+    ctx = getattr(llama, "_ctx", None)  # llama-cpp-python's internal context wrapper
+    if ctx is not None:
+        ctx.set_n_threads(threads, llama.n_threads_batch)
+
+
 class LlamaStream(llm.LLMStream):
     """One streamed generation; see :class:`LlamaLLM`."""
 
@@ -435,7 +444,11 @@ class LlamaStream(llm.LLMStream):
             except RuntimeError:  # the loop is closed: nobody is listening any more
                 stop.set()
 
-        fut = loop.run_in_executor(None, self._generate_blocking, messages, stop, emit)
+        # on the wall clock the first sentence goes to TTS while the rest is generated
+        yield_after_first = self._opts.n_threads > 1 and not is_virtual(loop)
+        fut = loop.run_in_executor(
+            None, self._generate_blocking, messages, stop, emit, yield_after_first
+        )
         try:
             text = ""
             while (item := await queue.get()) is not _DONE:
@@ -468,13 +481,23 @@ class LlamaStream(llm.LLMStream):
         messages: list[dict[str, str]],
         stop: threading.Event,
         emit: Callable[[object], None],
+        yield_after_first: bool = False,
     ) -> llm.CompletionUsage:
+        """Generate under the context's lock, emitting each piece of text.
+
+        With ``yield_after_first``, the tokens after the first complete sentence are
+        generated on one thread: that sentence is then being synthesised, and the
+        caller waits for its audio, not for the rest of the reply (on 2 cores a
+        2-thread generation made the first sentence's synthesis about twice as slow).
+        """
         loaded = load_llama_model(self._opts, self._owner)
         completion = prompt = cached = 0
+        threads = self._opts.n_threads
         try:
             with loaded.lock:
                 if stop.is_set():
                     return llm.CompletionUsage(completion_tokens=0, prompt_tokens=0, total_tokens=0)
+                _set_threads(loaded.llama, threads)
                 tokens = chat_prompt_tokens(loaded.llama, messages)
                 prompt, cached = len(tokens), cached_prefix(loaded.llama, tokens)
                 chunks = loaded.llama.create_chat_completion(
@@ -485,6 +508,7 @@ class LlamaStream(llm.LLMStream):
                     seed=self._opts.seed,
                 )
                 assert not isinstance(chunks, dict)
+                text = ""
                 try:
                     for chunk in chunks:
                         if stop.is_set():
@@ -493,8 +517,13 @@ class LlamaStream(llm.LLMStream):
                         if content:
                             completion += 1
                             emit(content)
+                            text += str(content)
+                            if yield_after_first and threads > 1 and _complete_sentences(text):
+                                threads = 1
+                                _set_threads(loaded.llama, 1)
                 finally:
                     chunks.close()  # type: ignore[attr-defined]
+                    _set_threads(loaded.llama, self._opts.n_threads)
         finally:
             emit(_DONE)
         return llm.CompletionUsage(

@@ -44,7 +44,11 @@ async def test_released_text_is_exactly_what_the_llm_produced() -> None:
     # each sentence is followed by a flush so TTS starts on it without lookahead
     assert [type(x).__name__ for x in raw] == ["str", "FlushSentinel"] * 4
     assert [i for i, _ in seen] == [0, 1, 2, 3]
-    assert seen[0][1] == "Hello there, Dana!  "
+    # the first piece ends at its first clause; the name is too short to stand alone
+    assert [sentence for _, sentence in seen[:2]] == [
+        "Hello there, ",
+        "Dana!  This is Sam from Acme.\n",
+    ]
 
 
 async def test_a_blocked_sentence_stops_the_stream_and_tool_calls_after_it() -> None:
@@ -90,7 +94,12 @@ def test_the_first_piece_may_end_at_a_clause_so_speech_starts_sooner() -> None:
         "It's still coming on Friday, but I'm sure", final=False, first_clause=True
     )
     assert done == ["It's still coming on Friday, "] and rest == "but I'm sure"
-    # a short lead-in is not split off, and a sentence that ends first wins
+    # two words are enough for the first piece
+    assert split_sentences("I'm Sam, a friendly assistant", final=False, first_clause=True) == (
+        ["I'm Sam, "],
+        "a friendly assistant",
+    )
+    # a one-word lead-in is not split off, and a sentence that ends first wins
     assert split_sentences("Yes, sure. I can do that", final=False, first_clause=True) == (
         ["Yes, sure. "],
         "I can do that",
