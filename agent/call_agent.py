@@ -19,7 +19,7 @@ from livekit.agents.llm import StopResponse
 
 from .markers import CALL_OPENING, MarkerFilter
 from .messages import AgentSentence, ControlMarkerSeen, HangUp, UserTurnCompleted
-from .sentences import SentenceGate, _split_chunk
+from .sentences import SentenceGate, _split_chunk, split_sentences
 from .turn_latency import LatencyRecorder
 
 __all__ = ["ALLOW", "CallAgent", "ReplyGate", "SessionHooks", "TurnVerdict"]
@@ -348,9 +348,34 @@ class CallAgent(Agent):
 
     def tts_node(self, text: AsyncIterable[str], model_settings: Any) -> Any:
         run_id = _reply_run_id(self.latest_created_run)
-        return self._timed_tts(
-            run_id, _as_async_iter(Agent.default.tts_node(self, text, model_settings))
-        )
+        return self._timed_tts(run_id, self._synthesise(text, model_settings))
+
+    async def _synthesise(
+        self, text: AsyncIterable[str], model_settings: Any
+    ) -> AsyncIterator[Any]:
+        """livekit's TTS node, with the first clause of text that comes whole synthesised apart.
+
+        LLM replies reach TTS split by the sentence gate (livekit makes each piece its
+        own segment). A controller's ``Say`` (the screener answer, the voicemail
+        message) comes as one text, which livekit's TTS would synthesise a sentence at
+        a time, the first audio waiting for the whole first sentence: its first
+        clause is synthesised on its own, and the rest while that plays.
+        """
+        chunks = aiter(text)
+        first = await anext(chunks, None)
+        if first is None:
+            return
+        pieces, rest = split_sentences(first, final=False, first_clause=True)
+        if pieces and (rest or len(pieces) > 1):
+            head, first = pieces[0], first[len(pieces[0]) :]
+            async for frame in _as_async_iter(
+                Agent.default.tts_node(self, _texts(head), model_settings)
+            ):
+                yield frame
+        async for frame in _as_async_iter(
+            Agent.default.tts_node(self, _texts(first, chunks), model_settings)
+        ):
+            yield frame
 
     def _mark(self, run_id: str, milestone: str) -> None:
         if self._latency is not None:
@@ -540,6 +565,14 @@ MAX_FIRST_AUDIO_HOLD = 3.0
 def _tool_name(tool: Any) -> str | None:
     info = getattr(tool, "info", None)
     return getattr(info, "name", None)
+
+
+async def _texts(first: str, more: AsyncIterator[str] | None = None) -> AsyncIterator[str]:
+    """``first``, then what ``more`` still has."""
+    yield first
+    if more is not None:
+        async for chunk in more:
+            yield chunk
 
 
 def _reply_handle() -> Any:

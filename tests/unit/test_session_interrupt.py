@@ -129,3 +129,25 @@ max_seconds: 40
     # no agent audio inside the callee's second utterance
     assert all(not (second[0] <= t.start < second[1]) for t in heard), (second, heard)
     assert r.cut_ins == 0
+
+
+def test_a_said_text_has_its_first_clause_synthesised_on_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The voicemail message comes whole; its first audio waits only for its first clause."""
+    from agent.models.estimate_tts import EstimateTTS
+
+    asked: list[str] = []
+    original = EstimateTTS.synthesize
+
+    def recording(self: EstimateTTS, text: str, **kw: Any) -> Any:
+        asked.append(text)
+        return original(self, text, **kw)
+
+    monkeypatch.setattr(EstimateTTS, "synthesize", recording)
+    (r,) = _replay([_call("vm-personal-beep")])
+    assert r.result.voicemail_left
+    message = next(t.text for t in r.result.turns if t.role == "agent")
+    # the first synthesis is a clause of the message, and the message is whole
+    assert asked and message.startswith(asked[0].strip()) and len(asked[0]) < len(message)
+    assert asked[0].rstrip().endswith(","), asked
