@@ -434,8 +434,7 @@ class CallAgent(Agent):
 
         session.on("user_state_changed", changed)
         try:
-            if session.user_state == "speaking":
-                await asyncio.wait_for(quiet.wait(), MAX_FIRST_AUDIO_HOLD)
+            await asyncio.wait_for(quiet.wait(), MAX_FIRST_AUDIO_HOLD)
         except TimeoutError:
             pass
         finally:

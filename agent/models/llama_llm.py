@@ -497,7 +497,6 @@ class LlamaStream(llm.LLMStream):
             with loaded.lock:
                 if stop.is_set():
                     return llm.CompletionUsage(completion_tokens=0, prompt_tokens=0, total_tokens=0)
-                _set_threads(loaded.llama, threads)
                 tokens = chat_prompt_tokens(loaded.llama, messages)
                 prompt, cached = len(tokens), cached_prefix(loaded.llama, tokens)
                 chunks = loaded.llama.create_chat_completion(

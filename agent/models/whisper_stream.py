@@ -51,6 +51,7 @@ from .whisper_stt import (
     WhisperOptions,
     WhisperSTT,
     audio_to_whisper_input,
+    norm_word,
 )
 
 __all__ = ["StablePrefix", "StreamingWhisperSTT", "WhisperRecognizeStream"]
@@ -61,15 +62,11 @@ logger = logging.getLogger(__name__)
 _NO_RETRY = APIConnectOptions(max_retry=0, timeout=DEFAULT_API_CONNECT_OPTIONS.timeout)
 
 
-def _norm(word: str) -> str:
-    return "".join(c for c in word.lower() if c.isalnum())
-
-
 def agreed_words(first: list[str], second: list[str]) -> int:
     """How many leading words two hypotheses share, ignoring case and punctuation."""
     n = 0
     for a, b in zip(first, second, strict=False):
-        if _norm(a) != _norm(b):
+        if norm_word(a) != norm_word(b):
             break
         n += 1
     return n

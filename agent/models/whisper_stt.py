@@ -60,8 +60,6 @@ FULL_WINDOW = 30
 #: and misheard more often, bench/stt.py), and the smallest window
 WINDOW_PAD = 3.0
 MIN_WINDOW = 2
-#: samples per Whisper feature frame (10 ms at 16 kHz)
-HOP_LENGTH = 160
 #: a fitted decode is cut at this many tokens per second of audio (plus 16), and
 #: redone with the full window when it has more words per second than this
 MAX_TOKENS_PER_SECOND = 8
@@ -294,21 +292,20 @@ class Decoded:
 
 
 @contextlib.contextmanager
-def _encoder_window(seconds: int | None) -> Iterator[None]:
-    """Let the encoder see ``seconds`` of features instead of 30 s (under _DECODE_LOCK).
+def _encoder_window(frames: int | None) -> Iterator[None]:
+    """Let the encoder see ``frames`` feature frames instead of 30 s (under _DECODE_LOCK).
 
     faster-whisper sizes the features to ``chunk_length`` but then pads every segment
     to Whisper's 3000 frames (``pad_or_trim``'s default) before encoding, so the
     encoder's work stays that of 30 s. CTranslate2's encoder takes any length up to
     that; while this decode runs, segments are padded to the fitted window instead.
     """
-    if seconds is None or seconds >= FULL_WINDOW:
+    if frames is None:
         yield
         return
     import faster_whisper.transcribe as fw_transcribe
 
     original = fw_transcribe.pad_or_trim
-    frames = seconds * WHISPER_SAMPLE_RATE // HOP_LENGTH
 
     def fitted(array: np.ndarray, length: int = 3000, *, axis: int = -1) -> np.ndarray:
         return original(array, min(length, frames), axis=axis)
@@ -356,6 +353,11 @@ def decode_blocking(
     return _decode(*args, window=None, max_new_tokens=None)
 
 
+def norm_word(word: str) -> str:
+    """A word without case or punctuation, to compare two decodes' words."""
+    return "".join(c for c in word.lower() if c.isalnum())
+
+
 def _token_cap(seconds: float) -> int:
     """Tokens a fitted decode may produce: far more than anyone says in ``seconds``."""
     return int(MAX_TOKENS_PER_SECOND * seconds) + 16
@@ -369,7 +371,7 @@ def looks_looped(text: str, seconds: float) -> bool:
     A caller does sometimes repeat themselves; then the cost is only a second
     decode, whose words are kept whatever they are.
     """
-    words = [w.strip(".,?!;:\"'").lower() for w in text.split()]
+    words = [w for w in map(norm_word, text.split()) if w]
     if len(words) > MAX_WORDS_PER_SECOND * seconds + 4:
         return True
     for n in range(1, 5):
@@ -393,7 +395,9 @@ def _decode(
 ) -> Decoded:
     # faster-whisper's chunk_length resizes the model's shared feature extractor for
     # the whole decode (the segments are decoded lazily, below): one decode at a time
-    with _DECODE_LOCK, _encoder_window(window):
+    extractor = model.feature_extractor
+    frames = window * extractor.sampling_rate // extractor.hop_length if window else None
+    with _DECODE_LOCK, _encoder_window(frames):
         segments, _info = model.transcribe(
             audio,
             language=language,
@@ -412,7 +416,6 @@ def _decode(
             # faster-whisper keeps the last chunk_length on the model's feature
             # extractor: give the shared model back with Whisper's own window, so a
             # later transcribe() that names no chunk_length is not cut to this one
-            extractor = model.feature_extractor
             extractor.n_samples = FULL_WINDOW * extractor.sampling_rate
             extractor.nb_max_frames = extractor.n_samples // extractor.hop_length
     spoken = [p for p in parts if p[2]]

@@ -39,7 +39,7 @@ def test_the_encoder_window_is_given_back_after_a_decode_even_one_that_fails() -
 
     original = fw_transcribe.pad_or_trim
     features = np.zeros((80, 120), dtype=np.float32)
-    with pytest.raises(RuntimeError), _encoder_window(4):
+    with pytest.raises(RuntimeError), _encoder_window(400):
         # inside, segments are padded to the 4 s window (400 frames), not 30 s
         assert fw_transcribe.pad_or_trim(features).shape == (80, 400)
         raise RuntimeError("decode failed")
