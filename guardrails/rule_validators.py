@@ -361,10 +361,11 @@ class Spec:
     vocab: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
     rules: list[SpecItem] = field(default_factory=list)
     exceptions: list[SpecItem] = field(default_factory=list)
+    typos: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 _TOP_KEYS: tuple[str, ...] = ("name", "description", "normalize", "floor", "replace")
-_TOP_KEYS += ("define", "vocab", "patterns", "lists", "exceptions")
+_TOP_KEYS += ("define", "vocab", "patterns", "lists", "exceptions", "typos")
 _ITEM_KEYS = {
     "patterns": ("id", "weight", "regex", "validate"),
     "lists": ("id", "weight", "words"),
@@ -486,6 +487,10 @@ def read_spec(path: str | Path) -> Spec:
             else:
                 words = _strings(source, key, value)
                 spec.vocab[name] = [(source, f"{key}[{i}]", w) for i, w in enumerate(words)]
+    typos = data.get("typos") or []
+    if not isinstance(typos, list) or not all(isinstance(t, str) for t in typos):
+        _fail(source, "typos", "a list of vocab names")
+    spec.typos = [(source, f"typos[{i}]", name) for i, name in enumerate(typos)]
     seen: set[str] = set()
     for section in ("patterns", "lists", "exceptions"):
         entries = data.get(section) or []
@@ -535,4 +540,5 @@ def merge_specs(base: Spec, extra: Spec) -> Spec:
         vocab=vocab,
         rules=_merge_items(base.rules, extra.rules),
         exceptions=_merge_items(base.exceptions, extra.exceptions),
+        typos=[*base.typos, *extra.typos],
     )

@@ -36,7 +36,9 @@ Pack file format (one pack per ``*.yaml``/``*.yml`` file)::
                                # (a lookahead such as '^(?!.*\\byou\\b)' with scope
                                # text suppresses when a word is absent)
 
-Normalisation. ``words`` lowercases the text, drops apostrophes ("don't" is
+Normalisation. ``words`` first undoes obfuscated spellings (look-alike letters,
+leetspeak inside words, stretched letters, marks inside words, spaced-out letters:
+:func:`guardrails.normalize.deobfuscate`), then lowercases the text, drops apostrophes ("don't" is
 ``dont``), turns every other character that is not a letter or digit into a space,
 removes filler words (um, uh, er, hmm) and leaves single spaces; pattern sources
 lose their apostrophes too, so write ``don't`` or ``dont``. ``text`` lowercases,
@@ -46,6 +48,11 @@ punctuation. Write one space between words. Regexes use Python syntax; the text
 is lowercase and so are pattern letters outside escapes (``\\d``, ``\\S`` keep their
 meaning), which makes matching case-insensitive. A list of alternatives is joined
 with ``|``.
+
+Typos. ``typos: [vocab names]`` makes the pack read a word one slip away from a
+single word of those lists (two letters swapped, one left out or one added; words of
+five letters or more, four for a swap) as that word ("haet" is ``hate``, "womn" is
+``women``), unless the slip is itself a common word (``guardrails/data/known_words.txt``).
 
 Macros. ``{name}`` expands a ``define`` (a regex) or a ``vocab`` list (alternatives
 bounded as whole words; a trailing ``*`` allows any word ending, ``idiot*``).
@@ -82,6 +89,7 @@ from typing import Any, NoReturn
 from livekit.agents import llm
 from livekit.agents.types import APIConnectOptions
 
+from .normalize import correct_typos, deobfuscate, typo_map
 from .rule_validators import (
     VALIDATORS,
     PackError,
@@ -139,7 +147,7 @@ _NOT_WORD = re.compile(r"[^a-z0-9]+")
 
 
 def _words(text: str) -> str:
-    lowered = text.lower().translate(_QUOTES).replace("'", "")
+    lowered = deobfuscate(text.translate(_QUOTES)).lower().replace("'", "")
     return " ".join(_FILLERS.sub(" ", _NOT_WORD.sub(" ", lowered)).split())
 
 
@@ -172,6 +180,11 @@ class RulePack:
     rules: tuple[Rule, ...] = ()
     suppressors: tuple[Suppressor, ...] = ()
     spec: Spec | None = field(default=None, repr=False, compare=False)
+    typos: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def _normalized(self, text: str) -> str:
+        norm = _NORMALIZERS[self.normalize](text)
+        return correct_typos(norm, self.typos) if self.typos else norm
 
     def score(self, text: str) -> tuple[float, tuple[str, ...]]:
         """Score ``text`` against the pack.
@@ -183,7 +196,7 @@ class RulePack:
             The probability, ``1 - prod(1 - weight)`` over the matched rules or the
             floor, and the matched rule ids in pack order.
         """
-        norm = _NORMALIZERS[self.normalize](text)
+        norm = self._normalized(text)
         matched: list[str] = []
         remaining = 1.0
         spans: dict[int, list[tuple[int, int]]] = {}  # suppressor matches, found on demand
@@ -201,6 +214,22 @@ class RulePack:
         if not matched:
             return self.floor, ()
         return min(1.0, max(self.floor, 1.0 - remaining)), tuple(matched)
+
+    def exception_holds(self, text: str, ids: frozenset[str]) -> bool:
+        """Whether any of the exceptions named ``ids`` matches ``text`` anywhere.
+
+        Args:
+            text: The text to check (not a transcript).
+            ids: Exception ids of this pack (unknown ids are ignored).
+
+        Returns:
+            True when one of them matches.
+        """
+        wanted = [s for s in self.suppressors if s.id in ids]
+        if not wanted:
+            return False
+        norm = self._normalized(text)
+        return any(s.regex.search(norm) is not None for s in wanted)
 
 
 def _value(found: re.Match[str]) -> str:
@@ -357,6 +386,19 @@ class _Compiler:
             _fail(item.source, f"{item.key}.regex", f"a valid regular expression ({error})")
 
 
+def _vocab_words(spec: Spec) -> tuple[set[str], set[str]]:
+    """Every word of the spec's vocab lists, and the stems of its ``word*`` entries."""
+    words: set[str] = set()
+    stems: set[str] = set()
+    for entries in spec.vocab.values():
+        for _, _, phrase in entries:
+            parts = _NOT_WORD_CHARS.sub(" ", phrase.lower().replace("*", " ")).split()
+            words.update(parts)
+            if phrase.rstrip().endswith("*") and parts:
+                stems.add(parts[-1])
+    return words, stems
+
+
 def _build(spec: Spec) -> RulePack:
     """Compile a (possibly merged) spec into a pack; raises PackError on bad regexes."""
     compiler = _Compiler(spec)
@@ -377,7 +419,13 @@ def _build(spec: Spec) -> RulePack:
                 _fail(item.source, where, f"a pattern or list id of pack {spec.name!r}")
         targets = frozenset(item.suppresses) if item.suppresses is not None else None
         suppressors.append(Suppressor(item.id, compiler.compile(item), targets, item.whole_text))
+    typo_words: list[str] = []
+    for source, key, name in spec.typos:
+        if name not in spec.vocab:
+            _fail(source, key, f"a vocab name of pack {spec.name!r}")
+        typo_words += [w for _, _, w in spec.vocab[name] if not w.endswith("*")]
     return RulePack(
+        typos=typo_map(typo_words, *_vocab_words(spec)) if typo_words else {},
         name=spec.name,
         description=spec.description or "",
         normalize=spec.normalize or "words",

@@ -1,0 +1,256 @@
+"""Train the learned backend's classifiers from the shipped training sets.
+
+``python -m guardrails.training [--data DIR] [--out DIR] [--packs abusive,...]``
+
+For each pack with a ``<pack>.jsonl`` in ``guardrails/data/train/`` (rows of
+``text``, ``label``, ``source``; see the README there for the sources and their
+licences): the rows are split by a hash of their text into training (80 %) and
+validation (20 %); each training text also gets one obfuscated copy with the same
+label (a swapped, dropped or leet letter, a removed or added space), so that spelling
+games do not become a signal of either class; a class-balanced logistic regression
+over :func:`guardrails.learned.features` is fitted by full-batch Adam with an L2
+penalty; and the threshold is the lowest raw probability at which rules-or-classifier
+reaches ``PRECISION`` precision on the validation split. Everything is seeded: the
+same data gives the same weights on the same numpy.
+
+Nothing here is used at run time; only the ``.npz`` files it writes are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .learned import DIM, WEIGHTS_DIR, features
+from .normalize import KNOWN_WORDS
+from .rules import load_packs
+
+DATA_DIR: Path = Path(__file__).with_name("data") / "train"
+#: The score a pack's chosen threshold maps onto: the default configs' thresholds.
+ANCHORS = {"abusive": 0.7, "prompt_injection": 0.5}
+#: Precision the combined decision must reach on the validation split.
+PRECISION = 0.9
+EPOCHS = 300
+L2 = 1e-5
+RATE = 0.05
+
+_LEET = {"a": "4", "e": "3", "i": "1", "o": "0", "s": "5", "t": "7"}
+
+
+def obfuscate(text: str, rng: random.Random) -> str:
+    """One random spelling game on one word of ``text``."""
+    words = text.split()
+    if not words:
+        return text
+    i = rng.randrange(len(words))
+    word = words[i]
+    kind = rng.randrange(5)
+    if kind == 0 and len(word) > 3:
+        j = rng.randrange(len(word) - 1)
+        word = word[:j] + word[j + 1] + word[j] + word[j + 2 :]
+    elif kind == 1 and len(word) > 3:
+        j = rng.randrange(1, len(word))
+        word = word[:j] + word[j + 1 :]
+    elif kind == 2 and i + 1 < len(words):
+        words[i : i + 2] = [word + words[i + 1]]
+        return " ".join(words)
+    elif kind == 3 and len(word) > 2:
+        word = " ".join(word)
+    else:
+        word = "".join(_LEET.get(c, c) if rng.random() < 0.5 else c for c in word)
+    words[i] = word
+    return " ".join(words)
+
+
+# Contrast sets for the abusive classifier (after the identity-term templates of
+# Dixon et al. 2018): naming a group is not hate, and neither is quoting abuse in
+# order to reject it. Without them a bag of n-grams learns "women" or "hate" as abuse.
+_GROUPS = [
+    "women", "men", "trans people", "gay people", "lesbians", "bisexual people", "black people",
+    "white people", "asian people", "muslims", "jews", "christians", "hindus", "immigrants",
+    "refugees", "disabled people", "mexicans", "indians", "arabs", "deaf people", "old people",
+]  # fmt: skip
+_NEUTRAL = [
+    "I love {g}.", "{G} are wonderful.", "My best friends are {g}.", "I work with a lot of {g}.",
+    "There are many {g} in my town.", "{G} deserve the same respect as everyone.",
+    "I don't hate {g}.", "I would never hurt {g}.", "Nobody should attack {g}.",
+    "{G} are just people like anyone else.", "Our new manager cares about {g}.",
+    "Is there a discount for {g}?", "My neighbours are {g} and they are lovely.",
+    "I admire {g} for what they have been through.", "We should protect {g} from hate.",
+]  # fmt: skip
+_FRAMES = [
+    'If you say "{s}", you are a bigot.', 'Saying "{s}" is not okay.',
+    'I reported a post that said "{s}".', 'He was banned for writing "{s}".',
+    'Comments like "{s}" have no place here.', 'Why would anyone say "{s}"?',
+    'Someone wrote "{s}" under my photo and it really hurt.', 'It is wrong to say "{s}".',
+]  # fmt: skip
+_SWEARS = ["fucking", "bloody", "damn", "freaking", "goddamn", "shitty", "effing"]
+_EXCLAIM = [
+    "fucking hell, ",
+    "bloody hell, ",
+    "oh shit, ",
+    "for fuck's sake, ",
+    "damn it, ",
+    "holy shit, ",
+]
+_HATE_VERB = re.compile(r"^(i|we) (hate|despise|detest|loathe|can't stand|cannot stand)\b", re.I)
+
+
+def contrasts(rows: list[dict[str, Any]], rng: random.Random) -> list[tuple[str, float]]:
+    """Negative examples that share words with abuse: group mentions, counter-speech, denial,
+    and profanity used for emphasis in ordinary sentences (swearing is not abuse)."""
+    out = [(t.format(g=g, G=g[0].upper() + g[1:]), 0.0) for g in _GROUPS for t in _NEUTRAL]
+    plain = [r["text"] for r in rows if not r["label"] and 4 <= len(r["text"].split()) <= 20]
+    for text in rng.sample(plain, min(600, len(plain))):
+        words = text.split()
+        if rng.random() < 0.5:
+            i = rng.randrange(1, len(words))
+            words.insert(i, rng.choice(_SWEARS))
+            out.append((" ".join(words), 0.0))
+        else:
+            out.append((rng.choice(_EXCLAIM) + text[0].lower() + text[1:], 0.0))
+    short = [r["text"] for r in rows if r["label"] and 3 <= len(r["text"].split()) <= 14]
+    for text in rng.sample(short, min(400, len(short))):
+        out.append((rng.choice(_FRAMES).format(s=text.rstrip(".!")), 0.0))
+        if _HATE_VERB.match(text):
+            out.append((_HATE_VERB.sub(lambda m: f"{m[1]} don't {m[2]}", text), 0.0))
+    return out
+
+
+def _in_validation(text: str) -> bool:
+    return hashlib.sha256(text.lower().encode()).digest()[0] < 52  # about 20 %
+
+
+def fit(texts: list[str], labels: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float32], float]:
+    """A class-balanced L2 logistic regression over hashed features (full-batch Adam)."""
+    rows = [features(t) for t in texts]
+    keep = np.array([r.size > 0 for r in rows])
+    rows = [r for r in rows if r.size]
+    y = labels[keep]
+    lengths = np.array([r.size for r in rows])
+    idx = np.concatenate(rows)
+    row_of = np.repeat(np.arange(len(rows)), lengths)
+    scale = 1.0 / np.sqrt(lengths)
+    val = scale[row_of]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    pos = y.sum()
+    weight = np.where(y > 0, 0.5 / pos, 0.5 / (len(y) - pos))
+    w = np.zeros(DIM)
+    b = 0.0
+    m, v = np.zeros(DIM), np.zeros(DIM)
+    mb = vb = 0.0
+    for step in range(1, EPOCHS + 1):
+        z = np.add.reduceat(w[idx] * val, starts) + b
+        p = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+        err = (p - y) * weight
+        grad = np.bincount(idx, weights=err[row_of] * val, minlength=DIM) + L2 * w
+        gb = float(err.sum())
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad * grad
+        w -= RATE * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+        mb = 0.9 * mb + 0.1 * gb
+        vb = 0.999 * vb + 0.001 * gb * gb
+        b -= RATE * (mb / (1 - 0.9**step)) / (np.sqrt(vb / (1 - 0.999**step)) + 1e-8)
+    return w.astype(np.float32), float(b)
+
+
+def choose_threshold(
+    probs: npt.NDArray[np.float64], rules_hit: npt.NDArray[np.bool_], labels: npt.NDArray[np.bool_]
+) -> float:
+    """The lowest probability at which rules-or-classifier reaches PRECISION on validation."""
+    for t in np.round(np.arange(0.05, 0.99, 0.01), 2):
+        fired = rules_hit | (probs >= t)
+        tp = int((fired & labels).sum())
+        if tp and tp / int(fired.sum()) >= PRECISION:
+            return float(t)
+    return 0.99
+
+
+def train_pack(name: str, path: Path, out: Path) -> dict[str, float]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    train = [r for r in rows if not _in_validation(r["text"])]
+    valid = [r for r in rows if _in_validation(r["text"])]
+    rng = random.Random(f"train:{name}")
+    texts = [r["text"] for r in train] + [obfuscate(r["text"], rng) for r in train]
+    labels = [float(r["label"]) for r in train] * 2
+    if name == "abusive":
+        extra = contrasts(train, rng)
+        texts += [t for t, _ in extra]
+        labels += [y for _, y in extra]
+    weights, bias = fit(texts, np.array(labels))
+    from .learned import LearnedPack  # noqa: PLC0415
+
+    anchor = ANCHORS.get(name, 0.5)
+    model = LearnedPack(name, weights, bias, threshold=0.5, anchor=anchor)
+    probs = np.array([model.probability(r["text"]) for r in valid])
+    pack = load_packs()[name]
+    rules_hit = np.array([pack.score(r["text"])[0] >= anchor for r in valid])
+    truth = np.array([bool(r["label"]) for r in valid])
+    threshold = choose_threshold(probs, rules_hit, truth)
+    out.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(
+        out / f"{name}.npz",
+        weights=weights.astype(np.float16),
+        bias=np.float64(bias),
+        threshold=np.float64(threshold),
+        anchor=np.float64(anchor),
+    )
+    fired = rules_hit | (probs >= threshold)
+    tp = int((fired & truth).sum())
+    return {
+        "train": len(train),
+        "validation": len(valid),
+        "threshold": threshold,
+        "validation_precision": tp / max(1, int(fired.sum())),
+        "validation_recall": tp / max(1, int(truth.sum())),
+    }
+
+
+def write_known_words(data: Path, out: Path, min_count: int = 3) -> int:
+    """Write the common-word list the rule packs' typo tolerance must not touch.
+
+    The words (letters only, three or more) that occur ``min_count`` times or more in
+    the training sets' negative rows: ordinary language, not abuse or attacks.
+    """
+    counts: Counter[str] = Counter()
+    for path in sorted(data.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                item = json.loads(line)
+                if not item["label"]:
+                    counts.update(re.findall(r"[a-z]{3,}", item["text"].lower().replace("'", "")))
+    words = sorted(w for w, n in counts.items() if n >= min_count)
+    out.write_text("\n".join(words) + "\n", encoding="utf-8")
+    return len(words)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA_DIR)
+    parser.add_argument("--out", type=Path, default=WEIGHTS_DIR)
+    parser.add_argument("--packs", default=",".join(ANCHORS))
+    args = parser.parse_args(argv)
+    count = write_known_words(args.data, KNOWN_WORDS)
+    print(f"{KNOWN_WORDS.name}: {count} words")
+    for name in [p.strip() for p in args.packs.split(",") if p.strip()]:
+        path = args.data / f"{name}.jsonl"
+        if not path.is_file():
+            print(f"error: {path}: expected a training set for pack {name!r}", file=sys.stderr)
+            return 2
+        report = train_pack(name, path, args.out)
+        print(name, json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
