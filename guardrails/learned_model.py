@@ -29,7 +29,8 @@ __all__ = ["LearnedDecisionModel", "combined_score"]
 
 #: Rule exceptions that also veto a pack's classifier: where they hold, the text is
 #: not what the pack detects whatever words it shares with it (quoting abuse to reject
-#: it, a slur reclaimed by the speaker, praise, an idiom). The classifier, a bag of
+#: it, a slur reclaimed by the speaker, a homonym, praise, an idiom, a lawful step like
+#: "I'll sue you"). The classifier, a bag of
 #: n-grams, cannot tell.
 VETOES: dict[str, frozenset[str]] = {
     "abusive": frozenset(
@@ -40,6 +41,8 @@ VETOES: dict[str, frozenset[str]] = {
             "praise_banter",
             "surprise",
             "figure_of_speech",
+            "lawful_action",
+            "homonym",
         }
     ),
     "prompt_injection": frozenset({"caller_takes_back"}),
