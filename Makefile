@@ -8,7 +8,7 @@ export CALLRT_CACHE_DIR ?= $(CURDIR)/.cache/callrt
 # llama.cpp's native build segfaults on some CPUs (AMX): build it portable.
 export CMAKE_ARGS := -DGGML_NATIVE=OFF
 
-.PHONY: install demo test test-fast check lint types bench clean
+.PHONY: install demo test test-fast check lint contracts types bench clean
 
 install: $(STAMP)
 
@@ -36,9 +36,13 @@ test: install
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not integration"
 
-lint: install
-	$(BIN)/ruff check agent amd guardrails tests bench
-	$(BIN)/ruff format --check agent amd guardrails tests bench
+lint: contracts
+	$(BIN)/ruff check agent amd guardrails tests bench examples
+	$(BIN)/ruff format --check agent amd guardrails tests bench examples
+
+# the layers of agent/ (pyproject.toml [tool.importlinter], docs/architecture.md)
+contracts: install
+	$(BIN)/lint-imports
 
 types: install
 	$(BIN)/mypy

@@ -1,5 +1,5 @@
 """``python -m agent``."""
 
-from .cli import main
+from agent.app.cli.main import main
 
 main()

@@ -3,7 +3,7 @@
 It listens from the answer on. Callee audio reaches it through the
 transport's audio tap (never as bus messages): the beep and SIT detectors run
 in that callback, frame by frame, and what they hear is published as
-:class:`~agent.messages.AmdTone`. Speech events, final transcripts, the
+:class:`~agent.core.messages.AmdTone`. Speech events, final transcripts, the
 agent's turns and DTMF come from the bus. The policy lives in
 :class:`~amd.detector.AmdDetector`; this actor carries out its outputs
 (timers, classifier requests, publishing predictions and the completion).
@@ -26,8 +26,8 @@ import numpy as np
 from livekit.agents import llm
 from livekit.agents.types import APIConnectOptions
 
-from agent.messages import AmdCompleted, AmdPrediction, AmdTone, TimerFired
-from agent.runtime import Actor, ActorStopped, Bus
+from agent.core import Actor, ActorStopped, Bus
+from agent.core.messages import AmdCompleted, AmdPrediction, AmdTone, TimerFired
 
 from .acoustic import BeepDetector, BeepEvent, SitDetector
 from .classifier import AMD_DECISION, LexicalAmdModel, history_input

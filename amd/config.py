@@ -1,6 +1,6 @@
 """AMD settings: every threshold the detector and the call controller use.
 
-Loaded as the ``amd:`` section of an agent config (``agent/config.py``), so a
+Loaded as the ``amd:`` section of an agent config (``agent/app/config.py``), so a
 recorded call can override any of them under ``agent: {amd: {...}}`` and the
 environment can set them as ``CALLRT_AMD__<KEY>``.
 """

@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agent.messages import AmdCategory, FinalAmdCategory
+from agent.core.messages import AmdCategory, FinalAmdCategory
 
 from .config import AmdConfig
 from .fsm import Prediction, StageMachine
@@ -83,7 +83,7 @@ _NOISE = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|[♪♫]")
 
 @dataclass(frozen=True)
 class Predicted:
-    """A prediction to publish (see ``agent.messages.AmdPrediction``)."""
+    """A prediction to publish (see ``agent.core.messages.AmdPrediction``)."""
 
     turn: int
     category: AmdCategory

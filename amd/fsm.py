@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import get_args
 
-from agent.messages import AmdCategory, FinalAmdCategory
+from agent.core.messages import AmdCategory, FinalAmdCategory
 
 __all__ = [
     "ALLOWED",

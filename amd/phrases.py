@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.messages import AmdCategory
+from agent.core.messages import AmdCategory
 from amd.fsm import Prediction
 
 __all__ = [

@@ -40,13 +40,13 @@ from pathlib import Path
 import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
 import numpy as np
 
-from agent.config import AgentConfig, ConfigError, load_config
-from agent.logs import setup_logging
+from agent.app.config import AgentConfig, ConfigError, load_config
+from agent.app.logs import setup_logging
+from agent.core import clock
 from agent.models.registry import ModelConfigError, UnknownModelError
-from agent.replay.format import RecordedCall
 from agent.replay.loader import RecordedCallError, load_paths
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
-from agent.runtime import clock
+from agent.telephony.sim.recorded_call import RecordedCall
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PATHS = [ROOT / "tests" / "calls" / "amd"]

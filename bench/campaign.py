@@ -36,7 +36,7 @@ from agent.campaigns.dialer import CampaignClock, Dialer
 from agent.campaigns.dispatch import InstantDispatcher
 from agent.campaigns.policy import DncList, RetryPolicy, Window
 from agent.campaigns.store import CampaignStore
-from agent.runtime import clock
+from agent.core import clock
 
 ROOT = Path(__file__).resolve().parents[1]
 

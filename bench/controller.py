@@ -44,7 +44,7 @@ REPLIES = [
 
 
 def bench_markers(n: int) -> None:
-    from agent.markers import MarkerFilter
+    from agent.session.markers import MarkerFilter
 
     times: list[float] = []
     for i in range(n):
@@ -74,14 +74,14 @@ after_tool:
 
 
 def bench_strict(n: int) -> None:
-    from agent import tools as tools_mod
-    from agent.call import ModelSet
-    from agent.chat import ChatSession
-    from agent.config import AgentConfig
+    from agent.app.call import ModelSet
+    from agent.app.chat import ChatSession
+    from agent.app.config import AgentConfig
+    from agent.core import clock
     from agent.models.estimate_tts import EstimateTTS
     from agent.models.script_llm import ScriptLLM
-    from agent.runtime import clock
-    from agent.telephony.sim_io import TranscriptFeedSTT
+    from agent.telephony.sim.io import TranscriptFeedSTT
+    from agent.trust import tools as tools_mod
 
     durations: list[float] = []
     original = tools_mod.ToolPolicy.review
@@ -98,7 +98,7 @@ def bench_strict(n: int) -> None:
         script = Path(tmp) / "replies.yaml"
         script.write_text(SCRIPT)
         config = AgentConfig(
-            tools=[{"function": "agent.example_tools:cancel_appointment"}],
+            tools=[{"function": "examples.tools:cancel_appointment"}],
             guardian={"numbers": ["+15550100999"], "pin": "2468"},
         )
 

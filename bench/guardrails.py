@@ -51,15 +51,15 @@ import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.p
 import numpy as np
 from livekit.agents import llm
 
-from agent.config import AgentConfig, ConfigError, load_config
-from agent.guarding import GuardrailFactory, GuardrailHooks
-from agent.logs import setup_logging
-from agent.messages import GuardrailEvaluated
+from agent.app.config import AgentConfig, ConfigError, load_config
+from agent.app.guarding import GuardrailFactory, GuardrailHooks
+from agent.app.logs import setup_logging
+from agent.core import Bus, CallScope, clock
+from agent.core.messages import GuardrailEvaluated
 from agent.models.registry import ModelConfigError, UnknownModelError, build_decision_model
 from agent.replay.loader import RecordedCallError, load_paths
 from agent.replay.runner import Replayer, ReplayOptions
-from agent.runtime import Bus, CallScope, clock
-from agent.sentences import SentenceGate
+from agent.session.sentences import SentenceGate
 from guardrails.actor import GuardrailActor
 from guardrails.config import install_checks
 from guardrails.decision import DecisionGuardrail

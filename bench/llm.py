@@ -35,7 +35,7 @@ from typing import Any
 
 import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
 
-from agent.config import AgentConfig
+from agent.app.config import AgentConfig
 from agent.models.gguf_weights import packaged_gguf_path, runtime_gguf_path
 from agent.models.llama_llm import LlamaOptions, chat_prompt_tokens, complete_sentences
 

@@ -25,15 +25,15 @@ from pathlib import Path
 
 import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
 
-from agent.config import AgentConfig, ConfigError, load_config
-from agent.logs import setup_logging
+from agent.app.config import AgentConfig, ConfigError, load_config
+from agent.app.logs import setup_logging
+from agent.core import clock
 from agent.models.registry import ModelConfigError, UnknownModelError, prewarm
-from agent.replay.format import RecordedCall, SayPayload
 from agent.replay.loader import RecordedCallError, load_paths
 from agent.replay.results import UNANSWERED_DISPOSITIONS
 from agent.replay.runner import Replayer, ReplayOptions, default_cache_dir
-from agent.runtime import clock
-from agent.telephony.speech_cache import SpeechCache
+from agent.telephony.sim.recorded_call import RecordedCall, SayPayload
+from agent.telephony.sim.speech_cache import SpeechCache
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PATHS = [ROOT / "tests" / "calls", ROOT / "configs" / "demo"]

@@ -42,13 +42,13 @@ from typing import TYPE_CHECKING, Any
 import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
 import numpy as np
 
-from agent.config import ConfigError, load_config
-from agent.logs import setup_logging
-from agent.replay.format import RecordedCall
+from agent.app.config import ConfigError, load_config
+from agent.app.logs import setup_logging
+from agent.core import Bus, clock
 from agent.replay.loader import RecordedCallError, load_paths
-from agent.runtime import Bus, clock
 from agent.telephony.audio import to_int16
-from agent.telephony.speech_cache import SpeechCache
+from agent.telephony.sim.recorded_call import RecordedCall
+from agent.telephony.sim.speech_cache import SpeechCache
 
 if TYPE_CHECKING:
     from livekit.agents import stt
@@ -146,7 +146,7 @@ def render_lines(calls: list[RecordedCall]) -> list[Line]:
     from agent.models.piper_tts import synthesize_pcm
     from agent.replay.runner import default_cache_dir
     from agent.telephony.audio import from_int16
-    from agent.telephony.simulator import CallSimulator
+    from agent.telephony.sim.simulator import CallSimulator
 
     # the replayer's voice and cache (Replayer._default_synth): the disk cache is shared
     cache = SpeechCache(

@@ -6,7 +6,7 @@ reply), for each agent sentence before it is spoken, after each agent turn, and
 actor answers a check at once with a future it owns, so its mailbox stays free
 for the next sentence and for final transcripts, which start eager evaluation
 of the user turn so far. Every evaluation is published as a
-:class:`~agent.messages.GuardrailEvaluated`.
+:class:`~agent.core.messages.GuardrailEvaluated`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agent.messages import (
+from agent.core import Actor, Bus
+from agent.core.messages import (
     AgentTurnCompleted,
     GuardrailCheck,
     GuardrailEvaluated,
@@ -24,7 +25,6 @@ from agent.messages import (
     UserTranscript,
     UserTurnCompleted,
 )
-from agent.runtime import Actor, Bus
 
 from .decision import DecisionGuardrail, GuardrailOutcome
 from .response import CallContext, ResponseGuardrails
@@ -39,7 +39,7 @@ _HISTORY = 50
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The answer to a :class:`~agent.messages.GuardrailCheck` or a ``ResponseCheck``."""
+    """The answer to a :class:`~agent.core.messages.GuardrailCheck` or a ``ResponseCheck``."""
 
     action: Literal["allow", "block", "steer"] = "allow"
     say: str | None = None

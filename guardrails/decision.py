@@ -35,7 +35,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from livekit.agents import llm
 
@@ -215,6 +215,35 @@ def transcript_input(history: Sequence[tuple[str, str]], text: str, role: str, n
     return "\n".join(lines)
 
 
+def _attach(session: Any, guardrail: DecisionGuardrail) -> None:
+    """Put ``guardrail`` in the session's slot: through the slot's methods where the
+    session declares them (the runtime's session actor), else as its ``guardrail``
+    attribute (livekit's ``AgentSession``, which has no slot of its own)."""
+    if isinstance(session, GuardrailSlot):
+        session.attach_guardrail(guardrail)
+    else:
+        session.guardrail = guardrail
+
+
+def _detach(session: Any, guardrail: DecisionGuardrail) -> None:
+    if isinstance(session, GuardrailSlot):
+        session.detach_guardrail(guardrail)
+    elif getattr(session, "guardrail", None) is guardrail:
+        session.guardrail = None
+
+
+@runtime_checkable
+class GuardrailSlot(Protocol):
+    """A session that holds its one DecisionGuardrail through explicit methods."""
+
+    @property
+    def guardrail(self) -> Any: ...
+
+    def attach_guardrail(self, guardrail: Any) -> None: ...
+
+    def detach_guardrail(self, guardrail: Any) -> None: ...
+
+
 class DecisionGuardrail:
     """Runs decision-model checks at three points of a session.
 
@@ -244,7 +273,7 @@ class DecisionGuardrail:
         if timeout <= 0:
             raise ValueError("timeout must be positive")
         self._session = session
-        session.guardrail = self
+        _attach(session, self)
         self.model = model
         self.timeout = timeout
         self.eager = eager
@@ -507,8 +536,7 @@ class DecisionGuardrail:
         self._drop_eager()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        if getattr(self._session, "guardrail", None) is self:
-            self._session.guardrail = None
+        _detach(self._session, self)
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.messages import LATENCY_MILESTONES, LATENCY_STAGES
+from agent.core.messages import LATENCY_MILESTONES, LATENCY_STAGES
 from agent.replay.results import CallResult, Turn
 
 #: milestones a reply always has, whatever produced it

@@ -27,9 +27,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from agent.phone import parse_e164
-
-from .policy import (
+from agent.campaigns.policy import (
     DEFAULT_RETRY_AFTER,
     OUTCOMES,
     DncList,
@@ -41,6 +39,7 @@ from .policy import (
     zone_exists,
     zones_for_number,
 )
+from agent.telephony.phone import parse_e164
 
 __all__ = [
     "CampaignDefinitionError",

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..runtime import clock
-from .definition import load_campaign, load_contacts
-from .report import write_report
-from .runner import StartOptions, run_start
-from .store import CampaignStore
+from agent.campaigns.definition import load_campaign, load_contacts
+from agent.campaigns.report import write_report
+from agent.campaigns.runner import StartOptions, run_start
+from agent.campaigns.store import CampaignStore
+from agent.core import clock
 
 __all__ = ["DEMO_CAMPAIGN", "run_demo_campaign"]
 

@@ -28,9 +28,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .dispatch import DialRequest, Dispatcher
-from .policy import Pacer, next_open, outcome_of
-from .store import CallRecord, CampaignRow, CampaignStore, ClaimedContact, Finished, StoreError
+from agent.campaigns.dispatch import DialRequest, Dispatcher
+from agent.campaigns.policy import Pacer, next_open, outcome_of
+from agent.campaigns.store import (
+    CallRecord,
+    CampaignRow,
+    CampaignStore,
+    ClaimedContact,
+    Finished,
+    StoreError,
+)
 
 logger = logging.getLogger("agent.campaigns.dialer")
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..config import AgentConfig
-from .store import CallRecord, CampaignStore
+from agent.app.config import AgentConfig
+from agent.campaigns.store import CallRecord, CampaignStore
 
 logger = logging.getLogger("agent.campaigns.dispatch")
 
@@ -137,7 +137,7 @@ class SimulatorDispatcher:
         out_dir: Path | None = None,
         models: Any | None = None,
     ) -> None:
-        from ..replay.runner import Replayer, ReplayOptions
+        from agent.replay.runner import Replayer, ReplayOptions
 
         if not calls:
             raise ValueError("expected at least one recorded call to simulate")
@@ -156,7 +156,7 @@ class SimulatorDispatcher:
         return self.calls[request.key(self.seed) % len(self.calls)]
 
     async def dial(self, request: DialRequest) -> CallRecord:
-        from ..replay.runner import Replayer, ReplayOptions
+        from agent.replay.runner import Replayer, ReplayOptions
 
         call = self.pick(request)
         record_dir = None
@@ -181,8 +181,8 @@ class SimulatorDispatcher:
             transcript = str(path)
             if record_dir is not None and (record_dir / f"{call.name}.wav").exists():
                 recording = str(record_dir / f"{call.name}.wav")
-            from ..phone import mask_number
-            from ..replay.timeline import CallPage, render_call_page
+            from agent.replay.timeline import CallPage, render_call_page
+            from agent.telephony.phone import mask_number
 
             title = (
                 f"campaign {request.campaign}: contact {mask_number(request.number)}, "
@@ -214,7 +214,7 @@ class LiveKitDispatcher:
     the same store); this dispatcher waits for that record.
 
     Args:
-        telephony: a :class:`~agent.telephony.livekit_api.LiveKitTelephony`.
+        telephony: a :class:`~agent.telephony.livekit.api.LiveKitTelephony`.
         store: the campaign store the worker writes to.
         agent_config: the agent config path the worker loads ("default" for its own).
         timeout: seconds to wait for the worker's record before giving up (``error``).
@@ -239,7 +239,7 @@ class LiveKitDispatcher:
         self.poll = poll
 
     async def dial(self, request: DialRequest) -> CallRecord:
-        from ..telephony.livekit_api import DialJob
+        from agent.telephony.livekit.api import DialJob
 
         job = DialJob(
             number=request.number,
@@ -290,7 +290,7 @@ async def record_campaign_call(
     import os
     from datetime import UTC, datetime
 
-    from .store import DB_ENV
+    from agent.campaigns.store import DB_ENV
 
     url = db_url or os.environ.get(DB_ENV, "").strip()
     if not url or not attempt_id.isdigit():

@@ -29,7 +29,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from .schema import UTCDateTime, attempts, calls, campaigns, contacts, dnc, events
+from agent.campaigns.schema import UTCDateTime, attempts, calls, campaigns, contacts, dnc, events
 
 __all__ = ["CallRecord", "Claimed", "ClaimedContact", "Finished", "Leasing"]
 

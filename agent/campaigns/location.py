@@ -15,7 +15,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from .store import DB_ENV, StoreError, default_db_url
+from agent.campaigns.store import DB_ENV, StoreError, default_db_url
 
 __all__ = ["StoreLocation", "default_store_help", "locate"]
 

@@ -24,8 +24,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import phonenumbers
 from phonenumbers import timezone as phone_timezone
 
-from agent.messages import Disposition
-from agent.phone import PhoneNumberError, parse_e164
+from agent.core.messages import Disposition
+from agent.telephony.phone import PhoneNumberError, parse_e164
 
 __all__ = [
     "WEEKDAYS",

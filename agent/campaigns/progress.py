@@ -11,8 +11,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .dialer import DialerEvent
-from .records import CampaignSummary
+from agent.campaigns.dialer import DialerEvent
+from agent.campaigns.records import CampaignSummary
 
 __all__ = ["LiveProgress", "summary_json", "summary_table"]
 

@@ -7,7 +7,7 @@ never leaves a half-written report. The files are created owner-only (0600):
 the CSV holds whole phone numbers.
 
 The CSV keeps numbers whole because operators need them; the HTML masks them
-with :func:`agent.phone.mask_number`. Spreadsheets read cells starting with
+with :func:`agent.telephony.phone.mask_number`. Spreadsheets read cells starting with
 ``=``, ``+``, ``-`` or ``@`` as formulas. The only such cells here are E.164
 numbers (``+`` and digits, checked when contacts are imported), which are data
 and stay unprefixed; every other column is an id, a time, a number or a fixed
@@ -35,8 +35,8 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from ..phone import mask_number
-from .records import AttemptRecord, CampaignSummary
+from agent.campaigns.records import AttemptRecord, CampaignSummary
+from agent.telephony.phone import mask_number
 
 __all__ = [
     "CSV_HEADER",

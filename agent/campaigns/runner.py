@@ -10,9 +10,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from ..runtime import clock
-from .dialer import CampaignClock, Dialer, DialerError, default_dialer_id
-from .store import CampaignStore
+from agent.campaigns.dialer import CampaignClock, Dialer, DialerError, default_dialer_id
+from agent.campaigns.store import CampaignStore
+from agent.core import clock
 
 __all__ = ["StartOptions", "run_start", "build_dispatcher"]
 
@@ -39,7 +39,7 @@ class StartOptions:
 
 
 def _recorded_calls(options: StartOptions) -> list[Any]:
-    from ..replay.loader import RecordedCallError, load_paths
+    from agent.replay.loader import RecordedCallError, load_paths
 
     folders = [options.folder] if options.folder else [p for p in options.suites if p.is_dir()]
     if not folders:
@@ -55,15 +55,15 @@ def _recorded_calls(options: StartOptions) -> list[Any]:
 
 def build_dispatcher(options: StartOptions, spec: Any, store: CampaignStore) -> Any:
     """The dispatcher for ``options.mode``; bad input raises ValueError (one line)."""
-    from ..config import DEFAULT_CONFIG, ConfigError, load_config, warn_dropped_checks
-    from ..config_env import model_key, value_source
-    from ..models.registry import ModelConfigError, UnknownModelError
-    from .dispatch import InstantDispatcher, LiveKitDispatcher, SimulatorDispatcher
+    from agent.app.config import DEFAULT_CONFIG, ConfigError, load_config, warn_dropped_checks
+    from agent.app.config_env import model_key, value_source
+    from agent.campaigns.dispatch import InstantDispatcher, LiveKitDispatcher, SimulatorDispatcher
+    from agent.models.registry import ModelConfigError, UnknownModelError
 
     if options.mode == "instant":
         return InstantDispatcher(seed=options.seed, seconds=options.sim_seconds)
     if options.mode == "livekit":
-        from ..telephony.livekit_api import LiveKitSettings, LiveKitTelephony
+        from agent.telephony.livekit.api import LiveKitSettings, LiveKitTelephony
 
         settings = LiveKitSettings.from_env()
         if not settings.sip_trunk_id:
@@ -104,9 +104,9 @@ def run_start(options: StartOptions, *, console: Console) -> int:
     failed (:class:`DialerError`: one error line; the calls it cut are abandoned).
     A store that stays away raises :class:`StoreError` (the CLI names the store).
     """
-    from .cli import install_signal_stop
-    from .definition import CampaignSpec
-    from .progress import LiveProgress, summary_table
+    from agent.app.cli.campaign import install_signal_stop
+    from agent.campaigns.definition import CampaignSpec
+    from agent.campaigns.progress import LiveProgress, summary_table
 
     async def main() -> int:
         store = await CampaignStore.open(options.db, create=False)

@@ -27,10 +27,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from ..runtime.clock import hold_clock
-from .leasing import CallRecord, Claimed, ClaimedContact, Finished, Leasing, _aware
-from .records import AttemptRecord, CampaignSummary
-from .schema import attempts, calls, campaigns, contacts, dnc
+from agent.campaigns.leasing import CallRecord, Claimed, ClaimedContact, Finished, Leasing, _aware
+from agent.campaigns.records import AttemptRecord, CampaignSummary
+from agent.campaigns.schema import attempts, calls, campaigns, contacts, dnc
+from agent.core.clock import hold_clock
 
 logger = logging.getLogger("agent.campaigns.store")
 

@@ -3,7 +3,7 @@
 Importing this package is cheap: model libraries and weights load on first use.
 """
 
-from .registry import (
+from agent.models.registry import (
     ModelConfigError,
     UnknownModelError,
     build_llm,

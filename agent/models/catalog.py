@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .registry import DECISION_MODELS, OPENAI_KEY_ENV, known_models
+from agent.models.registry import DECISION_MODELS, OPENAI_KEY_ENV, known_models
 
 __all__ = ["KINDS", "ModelEntry", "catalog", "catalog_json"]
 

@@ -32,8 +32,8 @@ from livekit.agents.types import (
 )
 from livekit.agents.utils import is_given
 
-from ..runtime.clock import is_virtual
-from .gguf_weights import runtime_gguf_path
+from agent.core.clock import is_virtual
+from agent.models.gguf_weights import runtime_gguf_path
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

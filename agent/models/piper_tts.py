@@ -30,7 +30,7 @@ from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, APIConnectOptions
 if TYPE_CHECKING:
     from piper import PiperVoice
 
-from .background_load import BackgroundLoad
+from agent.models.background_load import BackgroundLoad
 
 logger = logging.getLogger(__name__)
 

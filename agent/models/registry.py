@@ -79,11 +79,11 @@ def build_stt(spec: str, *, vad: vad.VAD | None = None, **opts: Any) -> stt.STT:
         ModelConfigError: missing credentials or an unknown option.
     """
     if spec == WHISPER_TINY_EN:
-        from .whisper_stt import WhisperOptions, WhisperSTT
+        from agent.models.whisper_stt import WhisperOptions, WhisperSTT
 
         options = _dataclass_options(WhisperOptions, spec, opts)
         if vad is not None and options.streaming:
-            from .whisper_stream import StreamingWhisperSTT
+            from agent.models.whisper_stream import StreamingWhisperSTT
 
             return StreamingWhisperSTT(vad=vad, options=options)
         return WhisperSTT(options=options)
@@ -113,11 +113,11 @@ def build_tts(spec: str, *, sample_rate: int = 16000, **opts: Any) -> tts.TTS:
         ModelConfigError: missing credentials or an unknown option.
     """
     if spec == PIPER_JOE:
-        from .piper_tts import PiperTTS
+        from agent.models.piper_tts import PiperTTS
 
         return _construct(spec, PiperTTS, sample_rate=sample_rate, **opts)
     if spec == ESTIMATE_TTS:
-        from .estimate_tts import EstimateTTS
+        from agent.models.estimate_tts import EstimateTTS
 
         return _construct(spec, EstimateTTS, sample_rate=sample_rate, **opts)
     if model := _openai_model("tts", spec):
@@ -149,7 +149,7 @@ def build_llm(spec: str, *, base_url: str | None = None, **opts: Any) -> llm.LLM
     if spec == SMOLLM2_135M:
         if base_url is not None:
             raise ModelConfigError(f"{spec} runs in-process; base_url applies to openai/<model>")
-        from .llama_llm import LlamaLLM, LlamaOptions
+        from agent.models.llama_llm import LlamaLLM, LlamaOptions
 
         return LlamaLLM(options=_dataclass_options(LlamaOptions, spec, opts))
     if model := _openai_model("llm", spec):
@@ -158,7 +158,7 @@ def build_llm(spec: str, *, base_url: str | None = None, **opts: Any) -> llm.LLM
         client = _openai_client(spec, base_url, opts.pop("api_key", None))
         return _construct(spec, openai.LLM, model=model, **client, **opts)
     if spec.startswith("script:"):
-        from .script_llm import ScriptError, ScriptLLM
+        from agent.models.script_llm import ScriptError, ScriptLLM
 
         try:
             return ScriptLLM.from_file(spec.removeprefix("script:"))
@@ -205,9 +205,9 @@ async def prewarm(*models: object) -> None:
     Other objects (cloud plugins, ``None``) are ignored. Safe to call repeatedly: the
     weights are cached per process.
     """
-    from .llama_llm import LlamaLLM
-    from .piper_tts import PiperTTS
-    from .whisper_stt import WhisperSTT
+    from agent.models.llama_llm import LlamaLLM
+    from agent.models.piper_tts import PiperTTS
+    from agent.models.whisper_stt import WhisperSTT
 
     loop = asyncio.get_running_loop()
     for model in models:

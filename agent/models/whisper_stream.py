@@ -45,7 +45,7 @@ from livekit.agents.types import (
 )
 from livekit.agents.utils import is_given
 
-from .whisper_stt import (
+from agent.models.whisper_stt import (
     WHISPER_SAMPLE_RATE,
     Decoded,
     WhisperOptions,

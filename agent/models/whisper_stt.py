@@ -43,7 +43,7 @@ from livekit.agents.utils import AudioBuffer, is_given
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
 
-from .background_load import BackgroundLoad
+from agent.models.background_load import BackgroundLoad
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ Every error names the file, the line and the key, on one line::
 
 YAML is composed into nodes (which keep their marks), converted to plain data while
 recording the line of every key and list item, and validated with the pydantic
-models of :mod:`agent.replay.format`; each validation error's location is mapped
+models of :mod:`agent.telephony.sim.recorded_call`; each validation error's location is mapped
 back to a line. Only the first error (by line) is reported.
 """
 
@@ -24,7 +24,7 @@ from pydantic_core import ErrorDetails
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from agent.replay.format import FormatProblem, RecordedCall, describe_value
+from agent.telephony.sim.recorded_call import FormatProblem, RecordedCall, describe_value
 
 __all__ = ["RecordedCallError", "load_call", "load_paths"]
 

@@ -4,7 +4,7 @@ A *cut-in* is an agent turn whose first audio starts before the callee's last
 word of the utterance it answers has ended: inside one of the utterance's
 segments, or inside a pause between them ("I was wondering if we could move it
 to ... Thursday"). The rule is pure: it reads what the simulator played
-(:attr:`agent.telephony.simulator.CallSimulator.played`), the recorded call's
+(:attr:`agent.telephony.sim.simulator.CallSimulator.played`), the recorded call's
 segments (for their triggers) and the agent's speech start times.
 
 An *utterance* is a maximal run of speech segments (``say`` / ``audio``) where
@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..messages import AgentSpeechStarted
-from .format import (
+from agent.core.messages import AgentSpeechStarted
+from agent.telephony.sim.recorded_call import (
     AfterEvent,
     AfterTrigger,
     AudioPayload,

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import (
+from agent.core import ALL, Bus
+from agent.core.messages import (
     LATENCY_MILESTONES,
     AgentSpeechStarted,
     AgentTurnCompleted,
@@ -29,8 +30,7 @@ from ..messages import (
     UserTurnCompleted,
     VoicemailLeft,
 )
-from ..runtime import ALL, Bus
-from .results import (
+from agent.replay.results import (
     MODEL_FAILURE,
     RUNTIME_FAILURE,
     AmdResult,

@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from agent.replay.format import (
+from agent.telephony.sim.recorded_call import (
     GUARDRAIL_COUNTERS,
     AmdCategory,
     Disposition,

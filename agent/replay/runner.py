@@ -17,19 +17,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..call import ModelSet, new_call_id, run_call
-from ..config import AgentConfig
-from ..guardian import GuardianDesk
-from ..guarding import GuardrailFactory
-from ..messages import AgentSpeechStarted, AgentTurnCompleted, AmdPrediction, VoicemailLeft
-from ..models.registry import build_amd_classifier, build_llm, build_stt, build_tts, build_vad
-from ..runtime import Bus
-from ..telephony.sim_io import TranscriptFeedSTT
-from ..telephony.simulator import CallSimulator, SpeechSynth
-from .format import RecordedCall
-from .manners import count_cut_ins
-from .observer import CallObserver, answered_lines
-from .results import CallResult, judge
+from agent.app.call import ModelSet, new_call_id, run_call
+from agent.app.config import AgentConfig
+from agent.app.guarding import GuardrailFactory
+from agent.core import Bus
+from agent.core.messages import AgentSpeechStarted, AgentTurnCompleted, AmdPrediction, VoicemailLeft
+from agent.models.registry import build_amd_classifier, build_llm, build_stt, build_tts, build_vad
+from agent.replay.manners import count_cut_ins
+from agent.replay.observer import CallObserver, answered_lines
+from agent.replay.results import CallResult, judge
+from agent.telephony.sim.io import TranscriptFeedSTT
+from agent.telephony.sim.recorded_call import RecordedCall
+from agent.telephony.sim.simulator import CallSimulator, SpeechSynth
+from agent.trust.guardian import GuardianDesk
 
 logger = logging.getLogger("agent.replay")
 
@@ -132,9 +132,9 @@ class Replayer:
         )
 
     def _default_synth(self) -> SpeechSynth:
-        from ..models.piper_tts import synthesize_pcm
-        from ..telephony.audio import from_int16
-        from ..telephony.speech_cache import SpeechCache
+        from agent.models.piper_tts import synthesize_pcm
+        from agent.telephony.audio import from_int16
+        from agent.telephony.sim.speech_cache import SpeechCache
 
         root = (self.options.cache_dir or default_cache_dir()) / "speech"
         cache = SpeechCache(

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..messages import (
+from agent.core.messages import (
     LATENCY_STAGES,
     AgentSentence,
     AgentSpeechStarted,
@@ -46,12 +46,12 @@ from ..messages import (
     UserSpeechStarted,
     UserSpeechStopped,
 )
-from .labels import Label, Placed, place_labels
-from .observer import answered_lines
-from .results import CallResult, Turn, TurnLatencyResult
+from agent.replay.labels import Label, Placed, place_labels
+from agent.replay.observer import answered_lines
+from agent.replay.results import CallResult, Turn, TurnLatencyResult
 
 if TYPE_CHECKING:
-    from .runner import ReplayedCall
+    from agent.replay.runner import ReplayedCall
 
 __all__ = [
     "STAGE_COLORS",

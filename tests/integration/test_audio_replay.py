@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from agent.config import load_config
+from agent.app.config import load_config
+from agent.core import clock
 from agent.replay.loader import load_paths
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
-from agent.runtime import clock
 from tests.conftest import CALLS, DEMO
 from tests.latency_checks import answered_callee_turns, check_breakdown
 

@@ -23,8 +23,8 @@ from typing import IO, Any
 
 import pytest
 
-from agent.chat_cli import run_chat as run_chat_in_process
-from agent.config import load_config
+from agent.app.cli.chat import run_chat as run_chat_in_process
+from agent.app.config import load_config
 from tests.integration import test_cli as cli
 from tests.integration.test_cli import one_line
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from agent.config import load_config
+from agent.app.config import load_config
+from agent.core import clock
 from agent.replay.loader import load_paths
 from agent.replay.runner import Replayer, ReplayOptions
-from agent.runtime import clock
 from tests.conftest import CALLS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

@@ -26,8 +26,8 @@ import pytest
 import typer
 from typer.core import TyperGroup, TyperOption
 
-from agent.cli import app
-from agent.cli_style import click
+from agent.app.cli.main import app
+from agent.app.cli.style import click
 from tests.integration.test_cli import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -305,7 +305,7 @@ def test_make_targets_exist() -> None:
 @pytest.fixture
 def scratch(tmp_path: Path) -> Path:
     """A working folder like the project's root: its inputs linked, its outputs empty."""
-    for name in ("configs", "tests", ".venv"):
+    for name in ("configs", "tests", "examples", ".venv"):
         (tmp_path / name).symlink_to(ROOT / name)
     return tmp_path
 

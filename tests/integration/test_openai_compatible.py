@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 from livekit.agents import llm
 
-from agent.config import AgentConfig
+from agent.app.config import AgentConfig
+from agent.core import clock
 from agent.models.llama_llm import default_gguf_path
 from agent.models.registry import build_llm
 from agent.replay.loader import load_paths
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
-from agent.runtime import clock
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

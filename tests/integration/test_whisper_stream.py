@@ -14,11 +14,11 @@ import pytest
 from livekit import rtc
 from livekit.agents import stt
 
+from agent.core import clock
 from agent.models import build_stt, build_vad
 from agent.models.piper_tts import synthesize_pcm
 from agent.models.whisper_stream import StreamingWhisperSTT
 from agent.models.whisper_stt import Decoded, WhisperOptions
-from agent.runtime import clock
 from tests.wer import word_error_rate, words
 
 pytestmark = pytest.mark.integration

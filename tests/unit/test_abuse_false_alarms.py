@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import load_config
+from agent.app.config import load_config
 from guardrails.rules import load_packs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "abuse_ordinary.txt"

@@ -10,7 +10,7 @@ import pytest
 from agent.models.piper_tts import synthesize_pcm
 from agent.telephony.audio import from_int16
 from agent.telephony.line import LineModel
-from agent.telephony.tones import dtmf_tones, silence, sit_tone, tone
+from agent.telephony.sim.tones import dtmf_tones, silence, sit_tone, tone
 from amd.acoustic import (
     BeepDetector,
     GreetingFeatures,

@@ -6,7 +6,7 @@ from typing import get_args
 
 import pytest
 
-from agent.messages import FinalAmdCategory
+from agent.core.messages import FinalAmdCategory
 from amd.fsm import ALLOWED, StageMachine
 from amd.fsm import Prediction as P
 

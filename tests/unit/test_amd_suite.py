@@ -12,13 +12,13 @@ import statistics
 
 import pytest
 
-from agent.call import ModelSet
-from agent.config import load_config
+from agent.app.call import ModelSet
+from agent.app.config import load_config
+from agent.core import clock
 from agent.models.estimate_tts import EstimateTTS
 from agent.replay.loader import load_paths
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
-from agent.runtime import clock
-from agent.telephony.sim_io import TranscriptFeedSTT
+from agent.telephony.sim.io import TranscriptFeedSTT
 from tests.conftest import CALLS
 from tests.fakes.models import ScriptedLLM
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.messages import AmdTone
-from agent.telephony.tones import dtmf_tones, silence, sit_tone, tone
+from agent.core.messages import AmdTone
+from agent.telephony.sim.tones import dtmf_tones, silence, sit_tone, tone
 from amd.actor import ToneListener
 from amd.config import AmdConfig
 

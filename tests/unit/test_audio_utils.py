@@ -20,9 +20,9 @@ from agent.telephony.audio import (
     to_int16,
 )
 from agent.telephony.line import LineModel, alaw_decode, alaw_encode, ulaw_decode, ulaw_encode
-from agent.telephony.recording import StereoRecorder
-from agent.telephony.speech_cache import SpeechCache
-from agent.telephony.tones import dominant_frequencies, dtmf_tones, silence, sit_tone, tone
+from agent.telephony.sim.recording import StereoRecorder
+from agent.telephony.sim.speech_cache import SpeechCache
+from agent.telephony.sim.tones import dominant_frequencies, dtmf_tones, silence, sit_tone, tone
 
 
 def rms_db(x: np.ndarray) -> float:

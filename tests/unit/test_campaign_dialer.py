@@ -27,7 +27,7 @@ from agent.campaigns.dispatch import DialRequest
 from agent.campaigns.policy import RetryPolicy, Window
 from agent.campaigns.records import AttemptRecord, CampaignSummary
 from agent.campaigns.store import CallRecord, CampaignStore
-from agent.runtime import clock
+from agent.core import clock
 
 # a dialer that never finishes is a failure, not a hang
 pytestmark = pytest.mark.timeout(30)

@@ -15,7 +15,7 @@ import pytest
 from agent.campaigns.dialer import CampaignClock, Dialer, DialerError
 from agent.campaigns.records import AttemptRecord
 from agent.campaigns.store import CampaignStore, StoreError
-from agent.runtime import clock
+from agent.core import clock
 from tests.unit.test_campaign_dialer import MONDAY_NOON, ScriptedDispatcher, people, spec
 
 pytestmark = pytest.mark.timeout(60)

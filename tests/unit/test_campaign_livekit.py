@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from livekit.api import LiveKitAPI
 
+from agent.app.worker import config_for_job, job_of
 from agent.campaigns.definition import CampaignSpec, Contact
 from agent.campaigns.dialer import CampaignClock, Dialer
 from agent.campaigns.dispatch import LiveKitDispatcher, record_campaign_call
 from agent.campaigns.policy import RetryPolicy, Window
 from agent.campaigns.store import CampaignStore
 from agent.replay.results import AmdResult, CallResult
-from agent.telephony.livekit_api import LiveKitSettings, LiveKitTelephony
-from agent.worker import config_for_job, job_of
+from agent.telephony.livekit.api import LiveKitSettings, LiveKitTelephony
 from tests.fakes.twirp_server import FakeLiveKit
 
 ALWAYS = (Window(days=frozenset(range(7)), start=datetime.min.time(), end=None),)

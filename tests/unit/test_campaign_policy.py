@@ -23,7 +23,7 @@ from agent.campaigns.policy import (
     parse_duration,
     zones_for_number,
 )
-from agent.phone import PhoneNumberError
+from agent.telephony.phone import PhoneNumberError
 
 NY = "America/New_York"
 LA = "America/Los_Angeles"

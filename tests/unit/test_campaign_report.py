@@ -21,7 +21,7 @@ from agent.campaigns.report import (
     render_html,
     write_report,
 )
-from agent.phone import mask_number
+from agent.telephony.phone import mask_number
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 # disposition, AMD category, answered?

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agent.app.cli.main import app
 from agent.campaigns.dialer import Dialer
 from agent.campaigns.store import CampaignStore
-from agent.cli import app
 from tests.unit.test_campaign_dialer import MONDAY_NOON, people, spec
 
 pytestmark = pytest.mark.timeout(60)

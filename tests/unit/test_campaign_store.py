@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from agent.campaigns.schema import metadata
 from agent.campaigns.store import CampaignStore, StoreError, async_url
-from agent.runtime import clock
+from agent.core import clock
 
 
 @dataclass(frozen=True)

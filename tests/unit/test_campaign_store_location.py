@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent.campaigns.cli import campaign_app
+from agent.app.cli.campaign import campaign_app
 from agent.campaigns.location import locate
 from agent.campaigns.store import CampaignStore, StoreMissing
-from agent.runtime import clock
+from agent.core import clock
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "campaigns"

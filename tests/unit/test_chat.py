@@ -1,4 +1,4 @@
-"""A text conversation through the phone-call composition (:class:`agent.chat.ChatSession`).
+"""A text conversation through the phone-call composition (:class:`agent.app.chat.ChatSession`).
 
 Each test types turns into a :class:`ChatSession` on the virtual clock and checks
 what a person on the other side would notice: what the agent said, how the chat
@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from livekit.agents import llm
 
-from agent.call import ModelSet
-from agent.chat import ChatSession
-from agent.config import AgentConfig
-from agent.messages import Channel
+from agent.app.call import ModelSet
+from agent.app.chat import ChatSession
+from agent.app.config import AgentConfig
+from agent.core import clock
+from agent.core.messages import Channel
 from agent.models.estimate_tts import EstimateTTS
 from agent.models.script_llm import ScriptLLM, load_script, new_input
-from agent.runtime import clock
-from agent.telephony.sim_io import TranscriptFeedSTT
+from agent.telephony.sim.io import TranscriptFeedSTT
 from tests.fakes.models import ScriptedLLM
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "chat"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.chat_cli import HELP, banner
-from agent.config import AgentConfig, load_config
+from agent.app.cli.chat import HELP, banner
+from agent.app.config import AgentConfig, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

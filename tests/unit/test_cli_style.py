@@ -17,8 +17,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from agent.cli import app
-from agent.replay.cli_run import _failure_lines
+from agent.app.cli.main import app
+from agent.app.cli.replay import _failure_lines
 from agent.replay.loader import RecordedCallError, load_paths
 from agent.replay.results import CallResult, Failure
 from agent.replay.runner import ReplayedCall

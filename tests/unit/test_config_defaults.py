@@ -16,19 +16,19 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from agent.call import ModelSet
-from agent.chat import ChatSession
-from agent.cli import app
-from agent.config import (
+from agent.app.call import ModelSet
+from agent.app.chat import ChatSession
+from agent.app.cli.main import app
+from agent.app.config import (
     DEFAULT_CONFIG,
     ConfigError,
     load_config,
     load_layers,
     warn_dropped_checks,
 )
+from agent.core import clock
 from agent.models.estimate_tts import EstimateTTS
-from agent.runtime import clock
-from agent.telephony.sim_io import TranscriptFeedSTT
+from agent.telephony.sim.io import TranscriptFeedSTT
 from tests.fakes.models import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,14 +122,14 @@ def test_dropping_the_default_checks_is_explicit_and_logs_a_warning(
     tmp_path: Path, guardrails: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     path = _write(tmp_path, {"name": "bare", "guardrails": guardrails})
-    with caplog.at_level(logging.WARNING, logger="agent.config"):
+    with caplog.at_level(logging.WARNING, logger="agent.app.config"):
         assert _checks(path) == []
     [warning] = [r for r in caplog.records if "drops the default guardrail" in r.getMessage()]
     assert warning.file == str(path)  # type: ignore[attr-defined]
 
 
 def test_a_config_that_keeps_the_defaults_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="agent.config"):
+    with caplog.at_level(logging.WARNING, logger="agent.app.config"):
         load_config(REMINDER)
         load_config()
     assert not caplog.records
@@ -140,7 +140,7 @@ def test_a_config_that_restates_every_default_check_drops_nothing(
 ) -> None:
     default = yaml.safe_load(DEFAULT_CONFIG.read_text())["guardrails"]["checks"]
     path = _write(tmp_path, {"guardrails": {"inherit": False, "checks": default}})
-    with caplog.at_level(logging.WARNING, logger="agent.config"):
+    with caplog.at_level(logging.WARNING, logger="agent.app.config"):
         assert _checks(path) == DEFAULT_CHECKS
     assert not caplog.records
     assert not load_layers(path).opted_out
@@ -151,7 +151,7 @@ def test_dropping_some_default_checks_names_them(
 ) -> None:
     default = yaml.safe_load(DEFAULT_CONFIG.read_text())["guardrails"]["checks"]
     path = _write(tmp_path, {"guardrails": {"inherit": False, "checks": default[:2]}})
-    with caplog.at_level(logging.WARNING, logger="agent.config"):
+    with caplog.at_level(logging.WARNING, logger="agent.app.config"):
         load_config(path)
     [warning] = caplog.records
     assert warning.dropped == ["handoff", "no_sensitive_data"]  # type: ignore[attr-defined]
@@ -160,7 +160,7 @@ def test_dropping_some_default_checks_names_them(
 
 def test_warn_false_defers_the_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = _write(tmp_path, {"guardrails": {"checks": []}})
-    with caplog.at_level(logging.WARNING, logger="agent.config"):
+    with caplog.at_level(logging.WARNING, logger="agent.app.config"):
         config = load_config(path, warn=False)
         assert not caplog.records
         warn_dropped_checks(config, source=str(path))

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import DEFAULT_CONFIG, ConfigError, load_config
-from agent.config_env import env_variable, value_source
-from agent.replay.cli_run import run_replay
+from agent.app.cli.replay import run_replay
+from agent.app.config import DEFAULT_CONFIG, ConfigError, load_config
+from agent.app.config_env import env_variable, value_source
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent.call_fsm import (
+from agent.controller.fsm import (
     CancelTimer,
     Command,
     ControllerFSM,
@@ -22,7 +22,7 @@ from agent.call_fsm import (
     StartTimer,
     Tools,
 )
-from agent.messages import (
+from agent.core.messages import (
     AgentSpeechStarted,
     AgentTurnCompleted,
     AmdCompleted,

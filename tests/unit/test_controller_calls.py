@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from livekit.agents import APIConnectOptions, tts
 
-from agent.config import load_config
+from agent.app.config import load_config
+from agent.core import clock
 from agent.models.estimate_tts import EstimateTTS
 from agent.replay.loader import load_paths
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
-from agent.runs import RunTracker
-from agent.runtime import clock
+from agent.session.runs import RunTracker
 from tests.conftest import CALLS
 
 SUITE = CALLS / "controller"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.call_fsm import (
+from agent.controller.fsm import (
     CancelTimer,
     ControllerFSM,
     ControllerPolicy,
@@ -11,7 +11,7 @@ from agent.call_fsm import (
     HangUpLine,
     StartTimer,
 )
-from agent.messages import (
+from agent.core.messages import (
     CallAnswered,
     CallNotAnswered,
     HangUp,

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from agent.call import ModelSet
-from agent.chat import ChatSession
-from agent.config import AgentConfig
+from agent.app.call import ModelSet
+from agent.app.chat import ChatSession
+from agent.app.config import AgentConfig
+from agent.core import clock
 from agent.models.estimate_tts import EstimateTTS
 from agent.models.script_llm import ScriptLLM
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
-from agent.runtime import clock
-from agent.telephony.sim_io import TranscriptFeedSTT
+from agent.telephony.sim.io import TranscriptFeedSTT
 from guardrails.watchdog import REMINDERS
 from tests.fakes.models import ScriptedDecisionModel, ScriptedLLM
 from tests.unit.test_replay_calls import _inline
@@ -98,7 +98,7 @@ def test_the_tool_gate_turns_a_destructive_call_into_a_confirmation(tmp_path: Pa
 def test_the_tool_gate_in_shadow_mode_changes_nothing_but_logs(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="agent.call")
+    caplog.set_level(logging.INFO, logger="agent.app.call")
     messages, cancelled = _gate_call(tmp_path, "shadow")
     (review,) = [m for m in messages if getattr(m, "kind", "") == "tool_call_reviewed"]
     assert review.decision == "allow" and review.would == "ask" and review.gate_mode == "shadow"
@@ -216,9 +216,9 @@ def test_a_hanging_watchdog_oracle_never_delays_a_reply(tmp_path: Path) -> None:
 
 def test_the_goal_follows_the_call_and_denied_tools_settle_the_watchdog(tmp_path: Path) -> None:
     """An IVR menu is judged against the IVR goal; a person against the task."""
-    from agent.call_controls import CallControls
-    from agent.messages import ToolCallReviewed
-    from agent.tools import CallTrust, ToolPolicy
+    from agent.core.messages import ToolCallReviewed
+    from agent.trust.call_controls import CallControls
+    from agent.trust.tools import CallTrust, ToolPolicy
 
     class Spy:
         def __init__(self) -> None:
@@ -249,8 +249,8 @@ def test_the_goal_follows_the_call_and_denied_tools_settle_the_watchdog(tmp_path
 
 
 def test_an_ivr_call_moves_the_goal_to_the_ivr_goal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent.call_controls import CallControls
     from agent.replay.loader import load_paths
+    from agent.trust.call_controls import CallControls
     from tests.conftest import CALLS
     from tests.unit.test_replay_calls import _replay, _replayer
 

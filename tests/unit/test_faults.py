@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from livekit.agents import llm, utils
 
-from agent.call import ModelSet
-from agent.config import AgentConfig
+from agent.app.call import ModelSet
+from agent.app.config import AgentConfig
 from agent.models.estimate_tts import EstimateTTS
 from agent.replay.observer import CallObserver
 from agent.replay.runner import Replayer, ReplayOptions
-from agent.telephony.sim_io import TranscriptFeedSTT
+from agent.telephony.sim.io import TranscriptFeedSTT
 from tests.fakes.models import ScriptedDecisionModel, ScriptedLLM, _ScriptedStream
 from tests.unit.test_replay_calls import _call, _inline, _replay
 

@@ -21,12 +21,12 @@ from livekit.agents import APIConnectionError, stt, tts
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, APIConnectOptions
 
 import agent.replay.runner as replay_runner
-from agent.call import ModelSet
-from agent.config import AgentConfig
+from agent.app.call import ModelSet
+from agent.app.config import AgentConfig
 from agent.models.estimate_tts import EstimateChunkedStream, EstimateTTS
 from agent.models.script_llm import ScriptLLM
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
-from agent.telephony.sim_io import TranscriptFeedSTT, _FeedStream
+from agent.telephony.sim.io import TranscriptFeedSTT, _FeedStream
 from tests.fakes.models import ScriptedLLM
 from tests.unit.test_faults import INBOUND
 from tests.unit.test_replay_calls import _inline, _replay

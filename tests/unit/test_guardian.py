@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent.guardian import (
+from agent.core import clock
+from agent.telephony.phone import PhoneNumberError, mask_number, parse_e164
+from agent.trust.guardian import (
     REDACTED,
     GuardianConfig,
     GuardianDesk,
@@ -18,8 +20,6 @@ from agent.guardian import (
     QuestionClosed,
     UnknownQuestion,
 )
-from agent.phone import PhoneNumberError, mask_number, parse_e164
-from agent.runtime import clock
 
 GUARDIAN = "+15551234567"
 STRANGER = "+15559876543"

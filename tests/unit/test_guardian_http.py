@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from agent.guardian import GuardianDesk
-from agent.guardian_http import (
+from agent.trust.guardian import GuardianDesk
+from agent.trust.guardian_http import (
     GuardianClientError,
     GuardianServer,
     answer_question,

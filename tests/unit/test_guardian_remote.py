@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from agent import guardian_remote
-from agent.guardian import GuardianDesk
-from agent.guardian_http import GuardianServer, answer_question, list_questions
-from agent.guardian_remote import RemoteGuardianDesk
+from agent.trust import guardian_remote
+from agent.trust.guardian import GuardianDesk
+from agent.trust.guardian_http import GuardianServer, answer_question, list_questions
+from agent.trust.guardian_remote import RemoteGuardianDesk
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ async def test_an_unreachable_endpoint_is_a_question_nobody_answers() -> None:
 
 
 async def test_the_endpoint_rejects_bad_questions(endpoint: tuple[GuardianDesk, str]) -> None:
-    from agent.guardian_http import GuardianClientError, _request
+    from agent.trust.guardian_http import GuardianClientError, _request
 
     _, url = endpoint
     bad: list[Any] = [
@@ -94,7 +94,7 @@ async def test_the_endpoint_rejects_bad_questions(endpoint: tuple[GuardianDesk, 
 
 
 def test_the_worker_port_setting_is_checked() -> None:
-    from agent.worker import guardian_port
+    from agent.app.worker import guardian_port
 
     assert guardian_port({}) is None
     assert guardian_port({"CALLRT_GUARDIAN_PORT": "8089"}) == 8089
@@ -106,11 +106,11 @@ async def test_a_held_call_resumes_with_an_answer_given_over_http(
     endpoint: tuple[GuardianDesk, str],
 ) -> None:
     """The worker's shape: the call's desk is remote, the guardian answers the endpoint."""
-    from agent.call import ModelSet
-    from agent.chat import ChatSession
-    from agent.config import AgentConfig
+    from agent.app.call import ModelSet
+    from agent.app.chat import ChatSession
+    from agent.app.config import AgentConfig
     from agent.models.estimate_tts import EstimateTTS
-    from agent.telephony.sim_io import TranscriptFeedSTT
+    from agent.telephony.sim.io import TranscriptFeedSTT
     from tests.fakes.models import ScriptedLLM, user_turns
 
     def reply(ctx: Any) -> str:

@@ -8,8 +8,8 @@ import pytest
 from livekit.agents import llm
 from pydantic import ValidationError
 
-from agent.config import AgentConfig, ConfigError, load_config
-from agent.runtime import clock
+from agent.app.config import AgentConfig, ConfigError, load_config
+from agent.core import clock
 from guardrails.config import CheckConfig, Condition, GuardrailsConfig, install_checks
 from guardrails.decision import Block, DecisionEvaluated, DecisionGuardrail, Steer
 from tests.fakes.models import ScriptedDecisionModel

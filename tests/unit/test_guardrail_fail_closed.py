@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from agent.call_agent import TurnVerdict
-from agent.guarding import GuardrailHooks
-from agent.messages import GuardrailCheck, GuardrailEvaluated, ResponseCheck, Say
-from agent.runtime import Bus, CallScope, RestartBudget, run
+from agent.app.guarding import GuardrailHooks
+from agent.core import Bus, CallScope, RestartBudget, run
+from agent.core.messages import GuardrailCheck, GuardrailEvaluated, ResponseCheck, Say
+from agent.session.agent import TurnVerdict
 from guardrails.actor import GuardrailActor
 from guardrails.config import GuardrailsConfig, install_checks
 from guardrails.decision import DecisionGuardrail

@@ -8,13 +8,13 @@ from typing import Any
 
 from livekit.agents import llm
 
-from agent.call import ModelSet
-from agent.config import AgentConfig
-from agent.guarding import GuardrailFactory
+from agent.app.call import ModelSet
+from agent.app.config import AgentConfig
+from agent.app.guarding import GuardrailFactory
+from agent.core import clock
 from agent.models.estimate_tts import EstimateTTS
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
-from agent.runtime import clock
-from agent.telephony.sim_io import TranscriptFeedSTT
+from agent.telephony.sim.io import TranscriptFeedSTT
 from guardrails.response import AgentResponseGuardrail, Allow, CallContext, Deny
 from tests.fakes.models import ScriptedDecisionModel, ScriptedLLM, user_turns
 from tests.unit.test_replay_calls import _inline

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent.config import load_config
+from agent.app.config import load_config
+from agent.core import clock
 from agent.replay.loader import load_paths
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
-from agent.runtime import clock
 from tests.conftest import CALLS
 
 pytestmark = pytest.mark.timeout(600)

@@ -14,7 +14,7 @@ import pytest
 from livekit.api import LiveKitAPI, ServerError, SipCallError
 from livekit.protocol import sip
 
-from agent.telephony.livekit_api import (
+from agent.telephony.livekit.api import (
     DialJob,
     DialResult,
     LiveKitConfigError,

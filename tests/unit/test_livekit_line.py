@@ -11,11 +11,11 @@ import pytest
 from livekit import rtc
 from livekit.agents.voice import io
 
-from agent.config import DEFAULT_CONFIG
-from agent.runtime import clock
-from agent.telephony.livekit_api import DialJob, DialResult
-from agent.telephony.livekit_line import DTMF_CODES, LiveKitLine, TappedAudioInput, call_is_active
-from agent.worker import caller_of, config_for_job, job_of
+from agent.app.config import DEFAULT_CONFIG
+from agent.app.worker import caller_of, config_for_job, job_of
+from agent.core import clock
+from agent.telephony.livekit.api import DialJob, DialResult
+from agent.telephony.livekit.line import DTMF_CODES, LiveKitLine, TappedAudioInput, call_is_active
 
 
 class FakeParticipant:
@@ -199,8 +199,8 @@ def test_only_metadata_with_a_number_is_an_outbound_job() -> None:
 
 
 def test_the_worker_registers_one_session_under_its_agent_name() -> None:
-    from agent.telephony.livekit_api import LiveKitSettings
-    from agent.worker import WorkerState, build_server
+    from agent.app.worker import WorkerState, build_server
+    from agent.telephony.livekit.api import LiveKitSettings
 
     settings = LiveKitSettings(
         url="ws://127.0.0.1:7880", api_key="key", api_secret="secret", agent_name="front-desk"
@@ -221,10 +221,10 @@ async def test_an_unanswered_outbound_call_ends_with_its_disposition(
     """run_call over a LiveKit line, the dial going to a fake LiveKit server."""
     from livekit.api import LiveKitAPI
 
-    from agent.call import run_call
-    from agent.config import AgentConfig
-    from agent.runtime import Bus
-    from agent.telephony.livekit_api import LiveKitSettings, LiveKitTelephony
+    from agent.app.call import run_call
+    from agent.app.config import AgentConfig
+    from agent.core import Bus
+    from agent.telephony.livekit.api import LiveKitSettings, LiveKitTelephony
     from tests.fakes.twirp_server import FakeLiveKit
     from tests.unit.test_replay_calls import _replayer
 

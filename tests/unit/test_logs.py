@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent.logs import call_context, set_turn, setup_logging, turn_context
+from agent.app.logs import call_context, set_turn, setup_logging, turn_context
 from tests.fakes.models import ScriptedLLM
 from tests.unit.test_replay_calls import _call, _replay, _replayer
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from agent.markers import (
+from agent.session.markers import (
     CALL_OPENING,
     END_CALL,
     MAX_MARKER_CHARS,

@@ -19,10 +19,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.call import ModelSet
-from agent.config import load_config
-from agent.messages import LATENCY_STAGES, CallEnded, CallStarted, LatencyClock, TurnLatency
-from agent.metrics import (
+from agent.app.call import ModelSet
+from agent.app.config import load_config
+from agent.app.metrics import (
     CallMetrics,
     get_metrics,
     metrics_port,
@@ -32,11 +31,12 @@ from agent.metrics import (
     shutdown_metrics,
     track_call,
 )
+from agent.core import Bus, clock
+from agent.core.messages import LATENCY_STAGES, CallEnded, CallStarted, LatencyClock, TurnLatency
 from agent.models.estimate_tts import EstimateTTS
 from agent.replay.loader import load_paths
 from agent.replay.runner import Replayer, ReplayOptions
-from agent.runtime import Bus, clock
-from agent.telephony.sim_io import TranscriptFeedSTT
+from agent.telephony.sim.io import TranscriptFeedSTT
 from tests.conftest import CALLS, ROOT
 from tests.fakes.models import ScriptedLLM
 
@@ -244,9 +244,9 @@ def test_get_metrics_is_made_once_per_process_and_resettable(
 JOB = textwrap.dedent(
     """
     import os, sys
-    from agent.messages import CallEnded, CallStarted
-    from agent.metrics import get_metrics, observe_call, track_call
-    from agent.runtime import Bus
+    from agent.core.messages import CallEnded, CallStarted
+    from agent.app.metrics import get_metrics, observe_call, track_call
+    from agent.core import Bus
 
     bus = Bus("job")
     with track_call(bus, get_metrics()):
@@ -282,7 +282,7 @@ def test_job_process_metrics_reach_the_workers_endpoint(served: str) -> None:
 
 def test_endpoint_serves_the_metric_families_before_any_call(served: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    code = "from agent.metrics import get_metrics; get_metrics()"
+    code = "from agent.app.metrics import get_metrics; get_metrics()"
     subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True, timeout=20)
     samples = _scrape(served)
     assert samples[("callrt_response_seconds_count", ())] == 0.0

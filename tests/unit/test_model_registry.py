@@ -261,7 +261,7 @@ def test_unknown_decision_models_list_the_known_forms(spec: str) -> None:
 
 
 def test_the_factory_builds_each_model_once_and_guards_with_a_fallback() -> None:
-    from agent.guarding import GuardrailFactory
+    from agent.app.guarding import GuardrailFactory
     from guardrails.config import GuardrailsConfig
     from guardrails.guarded import GuardedDecisionModel
     from tests.fakes.models import ScriptedLLM

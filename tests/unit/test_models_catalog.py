@@ -12,7 +12,7 @@ import json
 
 from typer.testing import CliRunner
 
-from agent.cli import app
+from agent.app.cli.main import app
 from agent.models.catalog import KINDS, catalog, catalog_json, registry_strings
 
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from agent.call import ModelSet
-from agent.config import AgentConfig
+from agent.app.call import ModelSet
+from agent.app.config import AgentConfig
+from agent.core import clock
 from agent.models.estimate_tts import EstimateTTS
-from agent.replay.format import RecordedCall
 from agent.replay.loader import load_paths
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
-from agent.runtime import clock
-from agent.telephony.sim_io import TranscriptFeedSTT
+from agent.telephony.sim.io import TranscriptFeedSTT
+from agent.telephony.sim.recorded_call import RecordedCall
 from tests.conftest import CALLS, DEMO
 from tests.fakes.models import ScriptedLLM
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from agent.replay.format import (
+from agent.replay.loader import RecordedCallError, load_call, load_paths
+from agent.telephony.sim.recorded_call import (
     SPEECH_SECONDS_PER_CHAR,
     AfterEvent,
     AfterTrigger,
@@ -23,7 +24,6 @@ from agent.replay.format import (
     TonePayload,
     estimated_speech_seconds,
 )
-from agent.replay.loader import RecordedCallError, load_call, load_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 CALLS = ROOT / "tests" / "calls"

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from agent.call import ModelSet
-from agent.config import AgentConfig
-from agent.messages import AgentSpeechStarted
+from agent.app.call import ModelSet
+from agent.app.config import AgentConfig
+from agent.core import clock
+from agent.core.messages import AgentSpeechStarted
 from agent.models.estimate_tts import EstimateTTS
-from agent.replay.format import RecordedCall, Segment
 from agent.replay.loader import load_paths
 from agent.replay.manners import (
     count_cut_ins,
@@ -19,8 +19,8 @@ from agent.replay.manners import (
     utterances,
 )
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
-from agent.runtime import clock
-from agent.telephony.sim_io import TranscriptFeedSTT
+from agent.telephony.sim.io import TranscriptFeedSTT
+from agent.telephony.sim.recorded_call import RecordedCall, Segment
 from tests.conftest import CALLS
 from tests.fakes.models import ScriptedLLM
 

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent.replay.format import RecordedCall
 from agent.replay.results import (
     AmdResult,
     CallResult,
@@ -19,6 +18,7 @@ from agent.replay.results import (
     evaluate,
     judge,
 )
+from agent.telephony.sim.recorded_call import RecordedCall
 
 # The example record of RECORDED_CALLS.md, keys in the documented order.
 DOC_EXAMPLE = """

@@ -226,7 +226,7 @@ class SlowDeny(AgentResponseGuardrail):
 
 
 def test_virtual_clock_waits_for_decide_and_jumps_to_timeouts() -> None:
-    from agent.runtime.clock import run
+    from agent.core.clock import run
 
     async def main() -> list[ResponseVerdict]:
         guardrails = ResponseGuardrails.build(

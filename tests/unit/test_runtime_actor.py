@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from agent.messages import URGENT_KINDS, HangUp, InterruptRun, Say
-from agent.runtime import Actor, ActorStopped, AskTimeout, CallScope, MailboxFull, run
+from agent.core import Actor, ActorStopped, AskTimeout, CallScope, MailboxFull, run
+from agent.core.messages import HangUp, InterruptRun, Say
 
 CALL = "call_test"
 
@@ -23,8 +23,6 @@ class Scripted(Actor):
     ``interrupt_run`` (urgent) interrupts the data lane; ``hang_up`` (urgent)
     opens the gate.
     """
-
-    urgent_kinds = URGENT_KINDS
 
     def __init__(self, name: str = "scripted", *, capacity: int = 256) -> None:
         super().__init__(name, capacity=capacity)
@@ -303,3 +301,14 @@ async def test_actor_works_on_a_real_loop() -> None:
     assert await actor.ask(say("echo:real"), timeout=5) == "real"
     actor.stop()
     await task
+
+
+def test_the_urgent_lane_is_chosen_by_the_message_class() -> None:
+    from agent.core.actor import Actor
+    from agent.core.messages import URGENT_KINDS, CallEnded, HangUp, UserTranscript
+
+    assert HangUp.urgent and CallEnded.urgent and not UserTranscript.urgent
+    assert {"hang_up", "call_ended", "interrupt_run", "transfer", "remote_hangup"} == URGENT_KINDS
+    assert Actor._is_urgent(HangUp(call_id="c"))
+    assert not Actor._is_urgent(UserTranscript(call_id="c", turn_id="t", text="hi", final=True))
+    assert not Actor._is_urgent(object())

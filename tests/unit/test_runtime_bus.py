@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from agent.messages import (
+from agent.core import ALL, Actor, Bus, CallScope, run
+from agent.core.messages import (
     CallAnswered,
     CallEnded,
     DtmfReceived,
@@ -17,7 +18,6 @@ from agent.messages import (
     UserSpeechStarted,
     UserSpeechStopped,
 )
-from agent.runtime import ALL, Actor, Bus, CallScope, run
 
 CALL = "call_test"
 
@@ -36,8 +36,6 @@ def timeline() -> list[Message]:
 
 class Listener(Actor):
     """Records what reaches it through its mailbox."""
-
-    urgent_kinds = frozenset({"call_ended"})
 
     def __init__(self, name: str = "listener", *, capacity: int = 256) -> None:
         super().__init__(name, capacity=capacity)
@@ -116,7 +114,7 @@ def test_a_raising_subscriber_keeps_receiving_is_reported_and_breaks_nobody(
     bus.subscribe(["user_speech_started", "dtmf_received"], broken)
     bus.subscribe("user_speech_started", lambda m: after.append(m.kind))
     bus.subscribe(ALL, lambda m: after.append(m.kind))
-    with caplog.at_level(logging.ERROR, logger="agent.runtime"):
+    with caplog.at_level(logging.ERROR, logger="agent.core"):
         for msg in timeline():
             bus.publish(msg)  # never raises
     wanted = [m.kind for m in timeline() if m.kind in ("user_speech_started", "dtmf_received")]
@@ -198,7 +196,7 @@ def test_an_actor_with_a_full_mailbox_misses_the_message_but_stays_subscribed(
             bus.publish(Say(call_id=CALL, text="first"))  # taken by the handler
             await asyncio.sleep(0.001)
             bus.publish(Say(call_id=CALL, text="second"))  # fills the lane
-            with caplog.at_level(logging.WARNING, logger="agent.runtime"):
+            with caplog.at_level(logging.WARNING, logger="agent.core"):
                 bus.publish(Say(call_id=CALL, text="dropped"))
             slow.gate.set()
             await asyncio.sleep(1)

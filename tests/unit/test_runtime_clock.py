@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agent.runtime import VirtualClockLoop, hold_clock, is_virtual, run
+from agent.core import VirtualClockLoop, hold_clock, is_virtual, run
 
 # Generous wall-clock ceiling for work that should be instant; a test never
 # depends on how fast the machine is, only on this being far below the virtual span.

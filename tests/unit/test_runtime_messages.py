@@ -7,7 +7,7 @@ import typing
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from agent.messages import URGENT_KINDS, Message, message_adapter
+from agent.core.messages import URGENT_KINDS, Message, message_adapter
 
 CALL = "call_test"
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from agent.messages import Say
-from agent.runtime import Actor, ActorStopped, CallScope, Escalation, RestartBudget, run
+from agent.core import Actor, ActorStopped, CallScope, Escalation, RestartBudget, run
+from agent.core.messages import Say
 
 CALL = "call_test"
 

@@ -6,9 +6,10 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from agent.call_fsm import ControllerPolicy
-from agent.controller import CallControllerActor
-from agent.messages import (
+from agent.controller.actor import CallControllerActor
+from agent.controller.fsm import ControllerPolicy
+from agent.core import Actor, Bus, CallScope, RestartBudget, run
+from agent.core.messages import (
     CallAnswered,
     CallEnded,
     GenerateReply,
@@ -17,7 +18,6 @@ from agent.messages import (
     TimerFired,
     UserSpeechStarted,
 )
-from agent.runtime import Actor, Bus, CallScope, RestartBudget, run
 
 CALL = "call_timers"
 
@@ -28,8 +28,6 @@ def say(text: str) -> Say:
 
 class Timed(Actor):
     """Arms timers and owns tasks on command; records what it handled and when."""
-
-    urgent_kinds = frozenset({"hang_up"})
 
     def __init__(self, *, capacity: int = 256) -> None:
         super().__init__("timed", capacity=capacity)

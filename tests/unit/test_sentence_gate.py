@@ -8,7 +8,7 @@ import pytest
 from livekit.agents import llm
 from livekit.agents.types import FlushSentinel
 
-from agent.sentences import SentenceGate, split_sentences
+from agent.session.sentences import SentenceGate, split_sentences
 
 
 def _no_flush(items: list[object]) -> list[object]:
@@ -130,7 +130,7 @@ async def test_only_the_first_piece_of_a_reply_is_a_clause() -> None:
 def test_sentences_are_checked_concurrently_and_released_in_order() -> None:
     import asyncio
 
-    from agent.runtime import clock
+    from agent.core import clock
 
     # the first sentence's check is the slowest: later ones finish first but wait their turn
     delays = {0: 0.3, 1: 0.1, 2: 0.2}
@@ -156,7 +156,7 @@ def test_sentences_are_checked_concurrently_and_released_in_order() -> None:
 
 
 def test_buffered_reply_is_checked_whole_and_replaced_when_denied() -> None:
-    from agent.runtime import clock
+    from agent.core import clock
 
     asked: list[str] = []
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent.messages import AgentSpeechStarted, InterruptRun
-from agent.session import SessionActor
+from agent.core.messages import AgentSpeechStarted, InterruptRun
+from agent.session.actor import SessionActor
 from tests.unit.test_replay_calls import _call, _replay
 
 
@@ -46,7 +46,7 @@ def test_opening_is_not_cut_by_the_commit_of_the_words_amd_already_decided_on(
     """
     import asyncio
 
-    from agent.telephony.sim_io import TranscriptFeedSTT
+    from agent.telephony.sim.io import TranscriptFeedSTT
     from tests.unit.test_replay_calls import _inline
 
     original = TranscriptFeedSTT.final_transcript

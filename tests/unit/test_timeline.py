@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.messages import (
+from agent.app.worker import write_call_page_from_env
+from agent.core.messages import (
     LATENCY_STAGES,
     AgentSentence,
     AgentSpeechStarted,
@@ -31,7 +32,6 @@ from agent.replay.timeline import (
     render_call_page,
     write_suite_index,
 )
-from agent.worker import write_call_page_from_env
 from tests.unit.test_replay_calls import _call, _replay
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from agent.app.config import AgentConfig
 from agent.campaigns.dispatch import DialRequest, SimulatorDispatcher
-from agent.config import AgentConfig
+from agent.core import clock
 from agent.replay.labels import GAP, Label, place_labels, text_width
 from agent.replay.timeline import CallPage, render_call_page, write_suite_index
-from agent.runtime import clock
 from tests.unit.test_replay_calls import _call, _replay, _replayer
 
 RIGHT = 1238.0

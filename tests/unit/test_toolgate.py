@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from livekit.agents import llm
 
-from agent.runtime import clock
+from agent.core import clock
 from guardrails.toolgate import (
     ACT_AT,
     Q_BEYOND_SCOPE,

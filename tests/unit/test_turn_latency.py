@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from agent.messages import TurnLatency
+from agent.core.messages import TurnLatency
 from agent.replay.loader import load_paths
-from agent.turn_latency import LatencyRecorder
+from agent.session.latency import LatencyRecorder
 from tests.conftest import CALLS, DEMO
 from tests.latency_checks import answered_callee_turns, check_breakdown
 from tests.unit.test_replay_calls import _replay

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from agent.call import ModelSet
-from agent.chat import ChatSession
-from agent.config import AgentConfig
+from agent.app.call import ModelSet
+from agent.app.chat import ChatSession
+from agent.app.config import AgentConfig
+from agent.core import clock
 from agent.models.estimate_tts import EstimateTTS
 from agent.models.script_llm import ScriptLLM
-from agent.runtime import clock
-from agent.telephony.chat import ChatLine
-from agent.telephony.sim_io import TranscriptFeedSTT
+from agent.telephony.chat_line import ChatLine
+from agent.telephony.sim.io import TranscriptFeedSTT
 
 SCRIPT = """
 replies:

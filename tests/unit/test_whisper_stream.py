@@ -20,10 +20,10 @@ import pytest
 from livekit import rtc
 from livekit.agents import stt
 
+from agent.core import clock
 from agent.models import build_stt, build_vad
 from agent.models.whisper_stream import StablePrefix, StreamingWhisperSTT, agreed_words
 from agent.models.whisper_stt import WHISPER_SAMPLE_RATE, Decoded, WhisperOptions, WhisperSTT
-from agent.runtime import clock
 from agent.telephony.audio import load_audio, to_int16
 
 SAM = Path(__file__).resolve().parents[1] / "calls" / "audio" / "sam-intro-8k.wav"
