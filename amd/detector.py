@@ -554,9 +554,14 @@ class AmdDetector:
         s = self.s
         out: list[Output] = []
         if s.provisional_at is not None:
-            if category in ("machine-vm", "machine-unavailable") and confidence >= (
-                self.cfg.strong_evidence
-            ):
+            this_turn = s.turns[turn] if 0 <= turn < len(s.turns) else None
+            menu_over_us = category == "machine-ivr" and (
+                this_turn is None or this_turn.overlapped or not s.agent_spoke_since_provisional
+            )
+            if (
+                category in ("machine-vm", "machine-unavailable") or menu_over_us
+            ) and confidence >= self.cfg.strong_evidence:
+                # a menu corrects it too, unless it answers us (a person reading options)
                 # a correction: the "person" was a recording after all
                 s.provisional_at = None
                 s.provisional_turn = None
@@ -685,4 +690,11 @@ def _delay(t: float, end: float | None) -> float | None:
 
 
 def _asks(text: str) -> bool:
-    return any(h.phrase in ASK_PHRASES or h.category == "machine-vm" for h in match(text))
+    return any(
+        h.phrase in ASK_PHRASES or h.category == "machine-vm" or h.phrase.startswith(MENU_CUES)
+        for h in match(text)
+    )
+
+
+#: Labels of the structural menu cues (amd/cues.py): a menu asks for keys or words.
+MENU_CUES = ("menu ", "language menu")

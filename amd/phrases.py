@@ -27,11 +27,14 @@ count with :data:`HINT_WEIGHT`. In phrases, ``{d}`` stands for one key (a digit,
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.core.messages import AmdCategory
+from amd.cues import carrier_cues, menu_cues
 from amd.fsm import Prediction
+from amd.tolerance import FUNCTION_WORDS, split_glued, word_quality
 
 __all__ = [
     "HINT_WEIGHT",
@@ -155,6 +158,16 @@ UNAVAILABLE_STRONG: tuple[str, ...] = (
     "cannot accept messages",
     "cannot accept any messages",
     "not accepting messages",
+    "could not be completed",
+    "call cannot be completed",
+    "not be completed as dialed",
+    "check the number and try again",
+    "not a valid number",
+    "is no longer valid",
+    "been temporarily disconnected",
+    "outside the coverage area",
+    "out of the coverage area",
+    "has been changed",
 )
 # Carrier voicemail often opens "the number you have dialed is not available,
 # please leave a message": on its own this opener must not end the call.
@@ -289,6 +302,8 @@ def normalise(text: str) -> str:
         Space-separated lower-case words.
     """
     text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    # "español" -> "espanol": accents off, so other languages' words match
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     text = text.replace("#", " pound ").replace("*", " star ").replace("&", " and ")
     text = misheard_keys(text)
     for pattern, repl in _CONTRACTIONS:
@@ -365,6 +380,12 @@ def _word_score(
         return _TRUNCATED, False
     if multi and edits_left and min(len(token), len(word)) >= 5 and _one_edit(token, word):
         return _ONE_EDIT, True
+    if multi and word in FUNCTION_WORDS and token in FUNCTION_WORDS:
+        return word_quality(token, word), False  # "leave my message": free, but weaker
+    if multi and edits_left:
+        quality = word_quality(token, word)
+        if quality:
+            return quality, True
     return 0.0, False
 
 
@@ -390,16 +411,36 @@ def _match_at(tokens: Sequence[str], start: int, words: tuple[str, ...]) -> floa
 
 
 def _match_tokens(tokens: Sequence[str], offset: int = 0) -> list[PhraseHit]:
-    hits: list[PhraseHit] = []
+    found: list[tuple[PhraseHit, int, bool]] = []  # (hit, words covered, exact)
     for category, phrase, words, weight in _COMPILED:
         for start in range(len(tokens) - len(words) + 1):
             strength = _match_at(tokens, start, words)
             if strength:
-                hits.append(
-                    PhraseHit(category, phrase, offset + start, round(strength * weight, 3))
-                )
+                hit = PhraseHit(category, phrase, offset + start, round(strength * weight, 3))
+                found.append((hit, len(words), strength == 1.0))
+    # the words as said win over a damaged reading of them ("cannot take the call"
+    # is a hint; it must not also be "cannot take your call" with one word swapped),
+    # and a damaged reading adds nothing where the same category matched as said
+    exact_spans = {(h.start_word, n) for h, n, ok in found if ok}
+    exact_places = {(h.category, h.start_word) for h, n, ok in found if ok}
+    hits = [h for h, _, ok in found if ok]
+    fuzzy: dict[tuple[str, int], PhraseHit] = {}
+    for h, n, ok in found:
+        key = (h.category, h.start_word)
+        if ok or (h.start_word, n) in exact_spans or key in exact_places:
+            continue
+        if key not in fuzzy or h.strength > fuzzy[key].strength:
+            fuzzy[key] = h
+    hits += fuzzy.values()
+    for cue_category, label, start, strength in (*menu_cues(tokens), *carrier_cues(tokens)):
+        hits.append(PhraseHit(cue_category, label, offset + start, strength))  # type: ignore[arg-type]
     hits.sort(key=lambda h: (h.start_word, -h.strength, h.phrase))
     return hits
+
+
+def words(text: str) -> list[str]:
+    """The words phrases are matched against: :func:`normalise`, keys unglued ("pref1")."""
+    return split_glued(normalise(text).split())
 
 
 def match(text: str) -> list[PhraseHit]:
@@ -411,7 +452,7 @@ def match(text: str) -> list[PhraseHit]:
     Returns:
         The hits in transcript order (possibly several, possibly overlapping).
     """
-    return _match_tokens(normalise(text).split())
+    return _match_tokens(words(text))
 
 
 @dataclass(frozen=True)
@@ -445,6 +486,14 @@ TONE_ONLY: frozenset[str] = frozenset(
 )
 
 
+#: Voicemail phrases that name the mailbox without offering to take a message
+#: ("has not set up their voicemail box").
+NAMES_THE_MAILBOX: frozenset[str] = frozenset({"voicemail box", "reached the voicemail"})
+
+#: Labels of carrier-intercept cues (amd/cues.py) start with this.
+CARRIER_CUE = "carrier:"
+
+
 def _places(hits: Sequence[PhraseHit]) -> int:
     """How many separate places in the text the hits come from (overlapping hits count once)."""
     starts = sorted(h.start_word for h in hits)
@@ -458,8 +507,13 @@ def _decide(hits: Sequence[PhraseHit]) -> tuple[AmdCategory, list[PhraseHit]] | 
     screening = by_cat.get("machine-screening", [])
     vm = by_cat.get("machine-vm", [])
     ivr = by_cat.get("machine-ivr", [])
-    if "machine-unavailable" in by_cat:
-        return "machine-unavailable", by_cat["machine-unavailable"]
+    unavailable = by_cat.get("machine-unavailable", [])
+    takes_message = [h for h in vm if h.phrase not in NAMES_THE_MAILBOX]
+    if takes_message and all(h.phrase.startswith(CARRIER_CUE) for h in unavailable):
+        # carrier voicemail opens like an intercept, then offers to take a message
+        unavailable = []
+    if unavailable:
+        return "machine-unavailable", unavailable
     if screening and vm:
         first_screen = min(h.start_word for h in screening)
         takeover = [h for h in vm if h.start_word > first_screen and h.phrase not in TONE_ONLY]
@@ -506,7 +560,7 @@ def classify_phrases(history: Sequence[str], *, window: int = 4) -> PhraseVerdic
     hits: list[PhraseHit] = []
     offset = 0
     for turn in list(history)[-window:] if window > 0 else []:
-        tokens = normalise(turn).split()
+        tokens = words(turn)
         hits.extend(_match_tokens(tokens, offset))
         offset += len(tokens)
     decided = _decide([h for h in hits if h.strength > HINT_WEIGHT]) or _decide(hits)

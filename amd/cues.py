@@ -1,0 +1,262 @@
+"""Structural cues: menus and carrier intercepts recognised by their shape, not one phrase.
+
+Pure functions over :func:`amd.phrases.normalise`-d words. A phrase pack lists
+exact phrases; menus and carrier messages come in endless wordings, so these
+rules look for what every such recording has:
+
+* **a menu option**: a purpose ("for billing", "to report an outage", "if you
+  are a new patient") followed within a few words by a key instruction ("press
+  1", "dial 2", "select option 3", "say sales"), or the reverse order ("press
+  1 for billing"); a list of options without verbs ("1 for delivery, 2 for
+  carry out") counts when it has two items;
+* **a menu prompt without keys**: spoken menus ("you can say", "just say ...
+  or ..."), data entry ("enter your account number", "followed by the pound
+  sign"), directories ("dial by name", "the first three letters of their last
+  name", "extension"), and language selection: two languages offered, or a
+  prompt in Spanish or French ("oprima", "marque", "appuyez");
+* **a carrier intercept**: an announcement about the dialled party ("the
+  subscriber you have dialed", "the customer you are calling", "the number
+  you have called") together with what ends the call ("cannot be reached",
+  "try again later", "switched off", "not a valid number"), with no offer to
+  take a message.
+
+Each cue is returned as ``(category, label, start word, strength)``; the
+phrase gate adds them to its hits. The words are already tolerant of the
+recogniser's spellings (:func:`amd.tolerance.canonical_words`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from amd.tolerance import SOUND_ALIKE, word_quality
+
+__all__ = ["Cue", "canonical_words", "carrier_cues", "menu_cues"]
+
+Cue = tuple[str, str, int, float]
+
+_KEY_VERBS = frozenset({"press", "dial", "push", "select", "choose", "enter", "hit", "touch"})
+_KEY_WORDS = frozenset({"pound", "star", "hash", "zero"})
+_PURPOSE = frozenset({"for", "to", "if"})
+_NEAR = 7
+
+
+def _is_key(token: str) -> bool:
+    return token.isdigit() or token in _KEY_WORDS
+
+
+def _key_after(tokens: Sequence[str], i: int) -> bool:
+    """A key follows the verb at ``i`` ("press 1", "select option 2", "dial extension 204")."""
+    for j in range(i + 1, min(len(tokens), i + 4)):
+        if _is_key(tokens[j]):
+            return True
+        if tokens[j] not in {"option", "number", "extension", "the", "key", "button", "now"}:
+            return False
+    return False
+
+
+def _menu_options(tokens: Sequence[str]) -> list[Cue]:
+    cues: list[Cue] = []
+    for i, tok in enumerate(tokens):
+        if tok in _KEY_VERBS and _key_after(tokens, i):
+            before = tokens[max(0, i - _NEAR) : i]
+            after = tokens[i + 2 : i + 4]
+            if any(w in _PURPOSE for w in before) or any(w in ("for", "to") for w in after):
+                cues.append(("machine-ivr", f"menu option: {tok} a key", i, 1.0))
+    # "1 for delivery, 2 for carry out": two verbless options
+    listed = [
+        i
+        for i in range(len(tokens) - 2)
+        if _is_key(tokens[i]) and tokens[i + 1] == "for" and (i == 0 or not tokens[i - 1].isdigit())
+    ]
+    if len(listed) >= 2:
+        cues.append(("machine-ivr", "menu option list", listed[0], 1.0))
+    return cues
+
+
+#: Spoken, data-entry and directory prompts: word sequences ({w} is any one word).
+#: Nothing a call screener says ("please say your name", "tell me why you are
+#: calling"): menus outrank screeners in the phrase gate.
+_PROMPTS: tuple[tuple[str, ...], ...] = tuple(
+    tuple(p.split())
+    for p in (
+        "you can say",
+        "you may say",
+        "just say",
+        "simply say",
+        "or say",
+        "say or enter",
+        "say or press",
+        "in a few words",
+        "enter your {w} number",
+        "enter your {w}",
+        "followed by the pound",
+        "followed by pound",
+        "pound sign",
+        "pound key",
+        "dial by name",
+        "company directory",
+        "the directory",
+        "letters of their last name",
+        "letters of the last name",
+        "letters of the persons last name",
+        "his or her extension",
+        "party's extension",
+        "parties extension",
+        "extension of the",
+        "dial it at any time",
+        "at any time during this message",
+        "choose from the following",
+        "following options",
+        "listen to the following",
+        "main menu",
+        "return to the main menu",
+        "to repeat these options",
+        "repeat this menu",
+    )
+)
+
+#: Languages a selection menu offers, as the recogniser writes them.
+_LANGUAGES = frozenset(
+    {
+        "english",
+        "spanish",
+        "espanol",
+        "french",
+        "francais",
+        "vietnamese",
+        "chinese",
+        "mandarin",
+        "cantonese",
+        "korean",
+        "russian",
+        "portuguese",
+        "creole",
+        "arabic",
+        "tagalog",
+    }
+)
+#: Prompt words of Spanish and French menus ("oprima", "marque", "appuyez").
+_FOREIGN_PROMPTS = frozenset(
+    {"oprima", "oprimo", "marque", "presione", "pulse", "diga", "appuyez", "appuyer", "composez"}
+)
+
+
+_VOCABULARY = tuple(
+    sorted(
+        _KEY_VERBS
+        | _LANGUAGES
+        | _FOREIGN_PROMPTS
+        | {"option", "extension", "directory", "subscriber", "customer", "disconnected"}
+    )
+)
+
+
+def canonical_words(tokens: Sequence[str]) -> list[str]:
+    """Tokens with recogniser spellings of cue words put right ("preth" -> "press").
+
+    Only sound-alike spellings (:func:`amd.tolerance.word_quality` at least
+    ``SOUND_ALIKE``) of the cues' own vocabulary are replaced.
+    """
+    out = []
+    for t in tokens:
+        if len(t) >= 4 and t not in _VOCABULARY:
+            best = max(_VOCABULARY, key=lambda w: word_quality(t, w))
+            if word_quality(t, best) >= SOUND_ALIKE:
+                t = best
+        out.append(t)
+    return out
+
+
+def _prompt_at(tokens: Sequence[str], i: int, words: tuple[str, ...]) -> bool:
+    if i + len(words) > len(tokens):
+        return False
+    return all(w == "{w}" or tokens[i + k] == w for k, w in enumerate(words))
+
+
+def menu_cues(tokens: Sequence[str]) -> list[Cue]:
+    """Menu evidence in one transcript's words (strong ``machine-ivr`` cues)."""
+    tokens = canonical_words(tokens)
+    cues = _menu_options(tokens)
+    for i in range(len(tokens)):
+        for words in _PROMPTS:
+            if _prompt_at(tokens, i, words):
+                cues.append(("machine-ivr", "menu prompt: " + " ".join(words), i, 1.0))
+    langs = {t for t in tokens if t in _LANGUAGES}
+    named = {"espanol" if t == "spanish" else "francais" if t == "french" else t for t in langs}
+    foreign = [i for i, t in enumerate(tokens) if t in _FOREIGN_PROMPTS]
+    offered = [
+        i
+        for i in range(len(tokens) - 1)
+        if tokens[i] in {"for", "in", "para", "en", "pour"} and tokens[i + 1] in _LANGUAGES
+    ]
+    if foreign:
+        cues.append(("machine-ivr", "language menu: a prompt in another language", foreign[0], 1.0))
+    elif offered and len(named) >= 2:
+        cues.append(("machine-ivr", "language menu: languages offered", offered[0], 1.0))
+    return cues
+
+
+#: How carrier announcements name the party that was called.
+_PARTY: tuple[tuple[str, ...], ...] = tuple(
+    tuple(p.split())
+    for p in (
+        "the number you",
+        "the subscriber",
+        "a subscriber",
+        "the customer you",
+        "the wireless customer",
+        "the cellular customer",
+        "the mobile",
+        "the party you",
+        "the person you",
+        "this number",
+    )
+)
+#: What carriers say about that party that ends the call. "Not available" is
+#: not among them: carrier voicemail says it too, before "record your message",
+#: and the recogniser may hand that second sentence over as a turn of its own.
+_STATE: tuple[tuple[str, ...], ...] = tuple(
+    tuple(p.split())
+    for p in (
+        "cannot be reached",
+        "could not be reached",
+        "not reachable",
+        "try again later",
+        "try your call again",
+        "please call later",
+        "call again later",
+        "try again",
+        "restricted",
+        "switched off",
+        "turned off",
+        "coverage area",
+        "not valid",
+        "not a valid",
+        "been changed",
+        "disconnected",
+        "no longer",
+        "out of service",
+        "not in service",
+    )
+)
+
+
+def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
+    """Carrier-intercept evidence: the called party named, then what is wrong with it.
+
+    Returned as strong ``machine-unavailable``; the phrase gate drops it when the
+    same recording offers to take a message (carrier voicemail opens the same way).
+    """
+    tokens = canonical_words(tokens)
+    for i in range(len(tokens)):
+        for party in _PARTY:
+            if not _prompt_at(tokens, i, party):
+                continue
+            rest = tokens[i + len(party) : i + len(party) + 12]
+            for j in range(len(rest)):
+                for state in _STATE:
+                    if _prompt_at(rest, j, state):
+                        label = f"carrier: {' '.join(party)} ... {' '.join(state)}"
+                        return [("machine-unavailable", label, i, 1.0)]
+    return []

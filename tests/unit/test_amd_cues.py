@@ -1,0 +1,122 @@
+"""Menu and carrier cues by shape, and the recogniser tolerance they rely on."""
+
+from __future__ import annotations
+
+import pytest
+
+from amd.phrases import classify_phrases, match
+from amd.tolerance import split_glued, word_quality
+
+
+def _verdict(*turns: str) -> str | None:
+    v = classify_phrases(list(turns))
+    return None if v is None or v.strength < 0.85 else v.category
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a business greeting, then the menu: the menu decides
+        "Thank you for calling Miller's Hardware. Our hours are eight to six. "
+        "To check on an order, press one.",
+        "Hi, thanks for calling Cobalt Bank. How can we help you today? For credit cards, press 2.",
+        # keys without "press"
+        "For appointments, dial 1. For refills, dial 2.",
+        "If you are a new patient, select option one.",
+        "One for delivery. Two for carry out.",
+        # spoken and data-entry prompts
+        "You can say things like book a flight or baggage.",
+        "Which department would you like? Just say sales, service, or parts.",
+        "Please enter your account number, followed by the pound sign.",
+        # directories
+        "To reach someone by name, enter the first three letters of their last name now.",
+        "If you know your party's extension, you may dial it at any time.",
+        # language selection, with no English key at all
+        "Para español, marque el dos. For English, please stay on the line.",
+        "To continue in English, say English. Para continuar en español, diga español.",
+    ],
+)
+def test_menus_in_many_shapes_are_menus(text: str) -> None:
+    assert _verdict(text) == "machine-ivr"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The subscriber you have dialed is not available at the moment. Please try again later.",
+        "We're sorry, your call could not be completed as dialed.",
+        "The mobile phone you are calling is switched off or outside the coverage area.",
+        "This number has been temporarily disconnected at the customer's request.",
+        "The customer you are calling cannot be reached at this time.",
+        "Calls to this number are currently restricted. Please try your call again later.",
+    ],
+)
+def test_carrier_intercepts_in_other_wordings(text: str) -> None:
+    assert _verdict(text) == "machine-unavailable"
+
+
+def test_carrier_voicemail_that_takes_a_message_stays_voicemail() -> None:
+    text = "The number you have dialed is not available. At the tone, please record your message."
+    assert _verdict(text) == "machine-vm"
+    # naming the mailbox is not taking a message
+    text = "The subscriber you have dialed has not set up their voicemail box. Try again later."
+    assert _verdict(text) == "machine-unavailable"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Please say your name after the tone.",  # a screener, not a spoken menu
+        "Please state your name and the reason for your call.",
+    ],
+)
+def test_screeners_are_not_menus(text: str) -> None:
+    assert _verdict(text) == "machine-screening"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Thanks for calling Oakridge Pharmacy, this is Devon.",
+        "Front desk, this is Carla.",
+        "Sorry, which extension did you need? I can transfer you.",
+        "Hello, Nguyen residence.",
+        "I'll be there at one for lunch.",
+        "She's not available, try again later.",
+    ],
+)
+def test_people_give_no_strong_machine_evidence(text: str) -> None:
+    assert _verdict(text) is None
+
+
+@pytest.mark.parametrize(
+    ("heard", "category"),
+    [
+        # Whisper on espeak-ng voices (bench/amd.py --voices): fricatives swap,
+        # keys glue to their verb, onsets are lost, function words swap
+        ("Preth one for billing, preth two for sales.", "machine-ivr"),
+        ("For English, Pref1. For Spanish, Pref2.", "machine-ivr"),
+        ("Please pay your name and why you are calling.", "machine-screening"),
+        ("And you, clean fold while I try to connect you. Please fold.", "wait"),
+        ("Hi, you reached Alex. Please leave my message after the phone.", "machine-vm"),
+    ],
+)
+def test_common_recogniser_damage_is_tolerated(heard: str, category: str) -> None:
+    assert _verdict(heard) == category
+
+
+def test_word_quality_rules() -> None:
+    assert word_quality("press", "press") == 1.0
+    assert word_quality("preth", "press") > 0.85  # sound-alike
+    assert word_quality("fold", "hold") >= 0.85  # onset
+    assert word_quality("my", "a") > 0.85  # function words
+    assert word_quality("pass", "press") == 0.0
+    assert word_quality("1", "one") == 0.0
+    assert split_glued(["pref1", "for", "b2b"]) == ["pref", "1", "for", "b2b"]
+
+
+def test_a_damaged_reading_adds_nothing_where_the_words_match_as_said() -> None:
+    # "cannot take the call" is a hint; it is not also "cannot take your call"
+    v = classify_phrases(["They can't take the call."])
+    assert v is not None and v.strength < 0.85
+    assert [h.phrase for h in match("OK so now leave a message")] == ["leave a message"]
