@@ -22,8 +22,12 @@ asserts nothing.
 
 Usage::
 
-    .venv/bin/python bench/amd.py [PATH...] [--mode text|audio|both] [--config FILE]
-        [--real-clock]
+    .venv/bin/python bench/amd.py [PATH...] [--mode text|audio|both] [--voices V,V...]
+        [--config FILE] [--real-clock]
+
+Audio mode replays the suite once per voice in ``--voices`` (Piper and three
+espeak-ng voices by default; agent/telephony/sim/voices.py describes the voice
+strings), and the summary gives accuracy per voice and expected category.
 """
 
 from __future__ import annotations
@@ -45,11 +49,24 @@ from agent.app.logs import setup_logging
 from agent.core import clock
 from agent.models.registry import ModelConfigError, UnknownModelError
 from agent.replay.loader import RecordedCallError, load_paths
-from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
+from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions, default_cache_dir
 from agent.telephony.sim.recorded_call import RecordedCall
+from agent.telephony.sim.voices import (
+    Voice,
+    VoicedSynth,
+    VoiceError,
+    check_installed,
+    parse_voice,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_PATHS = [ROOT / "tests" / "calls" / "amd"]
+DEFAULT_PATHS = [ROOT / "tests" / "calls" / "amd", ROOT / "tests" / "calls" / "amd-voices"]
+#: Piper and three espeak-ng voices: American (medium speed), Caribbean (slow),
+#: British RP (female, fast); pitch and speed vary per call inside each range.
+DEFAULT_VOICES = (
+    "piper,espeak:en-us+m3:speed=160-200,espeak:en-029+m2:speed=130-160,"
+    "espeak:en-gb-x-rp+f4:speed=175-205"
+)
 CATEGORIES = [
     "human",
     "machine-screening",
@@ -123,10 +140,17 @@ def _row(call: RecordedCall, r: ReplayedCall) -> Row:
     )
 
 
-async def run_mode(calls: list[RecordedCall], config: AgentConfig, *, text_only: bool) -> list[Row]:
-    replayer = Replayer(config, ReplayOptions(text_only=text_only))
+async def run_mode(
+    calls: list[RecordedCall], config: AgentConfig, *, text_only: bool, voice: Voice | None = None
+) -> list[Row]:
+    synth = None
+    if voice is not None:
+        synth = VoicedSynth(default_cache_dir() / "speech", voice.resolve(""))
+    replayer = Replayer(config, ReplayOptions(text_only=text_only), synth=synth)
     rows = []
     for call in calls:
+        if synth is not None and voice is not None:
+            synth.voice = voice.resolve(call.name)  # speed and pitch differ per call
         replayed = await replayer.replay(call)
         row = _row(call, replayed)
         mark = "ok " if row.got == row.expected else "MISS"
@@ -139,6 +163,30 @@ async def run_mode(calls: list[RecordedCall], config: AgentConfig, *, text_only:
         )
         rows.append(row)
     return rows
+
+
+def summary(results: dict[str, list[Row]]) -> None:
+    """One line per run (mode and voice): accuracy per expected category and overall."""
+    print()
+    print("final category accuracy per run and expected category (right/calls):")
+    cats = [c for c in CATEGORIES if any(r.expected == c for rs in results.values() for r in rs)]
+    print(f"  {'run':<48}" + "".join(f"{SHORT[c]:>9}" for c in cats) + f"{'all':>14}{'p50':>7}")
+    for run, rows in results.items():
+        cells = []
+        for c in cats:
+            mine = [r for r in rows if r.expected == c]
+            cells.append(f"{sum(r.got == c for r in mine)}/{len(mine)}")
+        judged = [r for r in rows if r.expected is not None]
+        right = sum(r.got == r.expected for r in judged)
+        direct = [
+            r.human_delay
+            for r in judged
+            if r.human_delay is not None and r.got == "human" and r.stages_expected == ["human"]
+        ]
+        p50 = f"{np.percentile(direct, 50):.2f}" if direct else "-"
+        share = f"{right}/{len(judged)} {100 * right / max(1, len(judged)):.1f}%"
+        print(f"  {run:<48}" + "".join(f"{x:>9}" for x in cells) + f"{share:>14}{p50:>7}")
+    print("  (p50: seconds from the end of a person's first utterance to the decision)")
 
 
 def report(rows: list[Row], mode: str) -> None:
@@ -211,6 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=["text", "audio", "both"], default="both")
     parser.add_argument("--config", type=Path, default=None, help="agent config YAML")
     parser.add_argument(
+        "--voices",
+        default=DEFAULT_VOICES,
+        help="comma-separated callee voices for audio mode: piper, "
+        "espeak[:ACCENT[+VARIANT]][:speed=WPM[-WPM]][:pitch=P[-P]] (default: %(default)s)",
+    )
+    parser.add_argument(
         "--real-clock",
         action="store_true",
         help="run on the wall clock, so model compute counts in every latency (slow)",
@@ -222,21 +276,33 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
         calls = load_paths(args.paths or DEFAULT_PATHS)
+        voices = [parse_voice(v) for v in args.voices.split(",")]
+        for voice in voices:
+            check_installed(voice)
     except (ConfigError, RecordedCallError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except VoiceError as exc:
+        print(f"error: --voices: {exc}", file=sys.stderr)
         return 2
     clock_name = "real (wall clock)" if args.real_clock else "virtual (--speed max)"
     print(f"calls: {len(calls)}; classifier: {config.amd.classifier}; clock: {clock_name}")
     print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
     modes = ["text", "audio"] if args.mode == "both" else [args.mode]
-    results: dict[str, list[Row]] = {}
+    runs: list[tuple[str, bool, Voice | None]] = []
     for mode in modes:
+        if mode == "text":
+            runs.append(("text", True, None))
+        else:
+            runs += [(f"audio {v.text}", False, v) for v in voices]
+    results: dict[str, list[Row]] = {}
+    for name, text_only, voice in runs:
         print()
-        print(f"-- replaying, {mode} mode")
+        print(f"-- replaying, {name}")
         started = time.perf_counter()
         try:
-            results[mode] = clock.run(
-                run_mode(calls, config, text_only=mode == "text"),
+            results[name] = clock.run(
+                run_mode(calls, config, text_only=text_only, voice=voice),
                 virtual=not args.real_clock,
                 speed=None,
             )
@@ -244,8 +310,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         print(f"   ({time.perf_counter() - started:.0f} s wall)")
-    for mode, rows in results.items():
-        report(rows, mode)
+    for name, rows in results.items():
+        report(rows, name)
+    summary(results)
     return 0
 
 
