@@ -21,9 +21,8 @@ Prints three sections (figures only; it asserts nothing):
    rules + the learned classifiers, on the project's sets and on the third-party
    held-out sets in ``bench/data/heldout/`` (never used for training or tuning).
 
-``--model learned`` (the rules packs plus the learned classifiers,
-``guardrails/learned_model.py``) is built here directly; sections 1, 3 and 4 take it,
-section 2 replays calls through the model registry, which does not know it yet.
+``--model learned`` runs the rules packs plus the learned classifiers
+(``guardrails/learned_model.py``).
 
 Usage::
 
@@ -63,7 +62,6 @@ from agent.session.sentences import SentenceGate
 from guardrails.actor import GuardrailActor
 from guardrails.config import install_checks
 from guardrails.decision import DecisionGuardrail
-from guardrails.learned_model import LearnedDecisionModel
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -117,22 +115,11 @@ async def _first_sentence(gate: SentenceGate, text: str) -> float | None:
     return first
 
 
-LEARNED = "learned"
-
-
-def decision_model(spec: str) -> llm.DecisionModel:
-    """The decision model named ``spec``: ``learned`` here, any other through the registry."""
-    return LearnedDecisionModel() if spec == LEARNED else build_decision_model(spec)
-
-
 async def gate_latency(config: AgentConfig, factory: GuardrailFactory, n: int) -> None:
     bus = Bus("bench")
-    model = (
-        LearnedDecisionModel()
-        if config.guardrails.model == LEARNED
-        else factory.decision_model(config.guardrails)
+    decision = DecisionGuardrail(
+        _Slot(), model=factory.decision_model(config.guardrails), timeout=config.guardrails.timeout
     )
-    decision = DecisionGuardrail(_Slot(), model=model, timeout=config.guardrails.timeout)
     install_checks(decision, config.guardrails)
     actor = GuardrailActor(call_id="bench", bus=bus, guardrail=decision)
     hooks = GuardrailHooks(actor, "bench")
@@ -198,7 +185,7 @@ def eager(calls: list[Any], config: AgentConfig, *, text_only: bool, virtual: bo
 
 def packs(path: Path, model_spec: str) -> None:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    model = decision_model(model_spec)
+    model = build_decision_model(model_spec)
     by: dict[str, list[tuple[str, bool]]] = {}
     for row in rows:
         by.setdefault(row["decision"], []).append((row["text"], bool(row["label"])))
@@ -266,18 +253,14 @@ def main(argv: list[str] | None = None) -> int:
             )
         calls = load_paths(args.calls or DEFAULT_CALLS)
         factory = GuardrailFactory()
-        if config.guardrails.model != LEARNED:
-            factory.decision_model(config.guardrails)
+        factory.decision_model(config.guardrails)
     except (ConfigError, RecordedCallError, UnknownModelError, ModelConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if "1" in sections:
         print("\n== 1. sentence gate: added latency to the first released sentence (wall clock)")
         asyncio.run(gate_latency(config, factory, args.replies))
-    if "2" in sections and config.guardrails.model == LEARNED:
-        print("\n== 2. eager user-turn evaluation: skipped (the replay builds models through")
-        print("   the registry, which does not know `learned` yet)")
-    elif "2" in sections:
+    if "2" in sections:
         mode = "text-only" if args.text_only else "audio"
         clock_name = "real" if args.real_clock else "virtual"
         print(

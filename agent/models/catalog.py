@@ -117,6 +117,12 @@ _ENTRIES = (
         default=True,
     ),
     ModelEntry(
+        "learned",
+        "decision",
+        "rule packs plus a learned classifier per pack (abusive, prompt_injection), under 1 ms",
+        weights="committed (guardrails/weights/*.npz)",
+    ),
+    ModelEntry(
         "llm",
         "decision",
         "the agent's own LLM answers",

@@ -288,6 +288,7 @@ def build_amd_classifier(
 
 DECISION_MODELS = [
     "rules",
+    "learned",
     "llm",
     "llm:<llm model>",
     "openai/<decision model>",
@@ -306,13 +307,14 @@ def build_decision_model(
     """Build a guardrail decision model (a livekit ``llm.DecisionModel``).
 
     Args:
-        spec: ``rules`` (built-in packs, offline), ``llm`` (the agent's own LLM),
+        spec: ``rules`` (built-in packs, offline), ``learned`` (the packs plus a
+            learned classifier per pack, offline), ``llm`` (the agent's own LLM),
             ``llm:<llm model>`` (e.g. ``llm:local/smollm2-135m``), ``openai/<model>``
             (OpenAI's decisions API, needs ``OPENAI_API_KEY``) or
             ``inference/<provider>/<model>`` (LiveKit Inference, needs LiveKit credentials).
         session_llm: the agent's LLM, for ``llm``.
         base_url: an OpenAI-compatible server for ``llm:openai/<model>``.
-        pack_dirs: extra rules-pack folders for ``rules``.
+        pack_dirs: extra rules-pack folders for ``rules`` and ``learned``.
 
     Raises:
         UnknownModelError: ``spec`` is not a known decision model.
@@ -322,6 +324,10 @@ def build_decision_model(
         from guardrails.rules import RulesDecisionModel
 
         return RulesDecisionModel(pack_dirs=tuple(pack_dirs))
+    if spec == "learned":
+        from guardrails.learned_model import LearnedDecisionModel
+
+        return LearnedDecisionModel(pack_dirs=tuple(pack_dirs))
     if spec == "llm" or spec.startswith("llm:"):
         from guardrails.llm_model import LlmDecisionModel
 

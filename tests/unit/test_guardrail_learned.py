@@ -222,3 +222,29 @@ def test_heldout_sources_are_disjoint_from_the_training_sources() -> None:
     trained_texts = {str(r["text"]).lower() for p in TRAIN.glob("*.jsonl") for r in _rows(p)}
     for path in HELDOUT.glob("*.jsonl"):
         assert not {str(r["text"]).lower() for r in _rows(path)} & trained_texts, path.name
+
+
+# -- wiring: the registry and `python -m agent decide` ------------------------------------
+
+
+def test_the_registry_builds_the_learned_backend() -> None:
+    from agent.models.registry import DECISION_MODELS, build_decision_model
+
+    assert "learned" in DECISION_MODELS
+    model = build_decision_model("learned")
+    assert isinstance(model, LearnedDecisionModel)
+    assert model.model == "learned" and model.learned_pack_names == ["abusive", "prompt_injection"]
+
+
+async def test_decide_prints_which_part_fired() -> None:
+    import io
+
+    from agent.app.cli.decide import run_decide
+
+    out = io.StringIO()
+    decisions = {"abusive": llm.Probability("x"), "human_handoff": llm.Probability("x")}
+    lines = io.StringIO("you useless idiot\ncan I talk to a real person\n")
+    assert await run_decide(MODEL, decisions, lines, out) == 2
+    first, second = (json.loads(line) for line in out.getvalue().splitlines())
+    assert first["fired"]["abusive"] in ("rules", "both")
+    assert second["fired"] == {"abusive": None, "human_handoff": "rules"}

@@ -4,7 +4,9 @@ One JSON object per input line on stdout::
 
     {"text": "...", "results": {"abusive": 0.93}, "errors": {}, "latency": 0.0002}
 
-``latency`` is wall-clock seconds for the evaluation. Bad arguments raise
+``latency`` is wall-clock seconds for the evaluation. With ``--model learned`` each
+line also says which part fired per decision (``"fired": {"abusive": "learned"}``:
+``rules``, ``learned``, ``both`` or null). Bad arguments raise
 :class:`DecideError` (one line naming the option and what was expected).
 """
 
@@ -66,6 +68,16 @@ def parse_decisions(
     return out
 
 
+def _fired(results: dict[str, Any]) -> dict[str, Any]:
+    """Which part of a combined model fired, per decision (``provider_data["fired"]``)."""
+    out = {}
+    for name, result in results.items():
+        data = getattr(result, "provider_data", None)
+        if isinstance(data, dict) and "fired" in data:
+            out[name] = data["fired"]
+    return out
+
+
 def _value(result: Any) -> Any:
     value = result.value
     return round(value, 4) if isinstance(value, float) else value
@@ -88,16 +100,16 @@ async def run_decide(
         try:
             response = await model.evaluate(input=text, decisions=decisions)
             results = {name: _value(r) for name, r in response.results.items()}
+            fired = _fired(response.results)
             errors = dict(response.errors)
         except Exception as exc:  # one failed line must not stop the rest
-            results, errors = {}, {"_request": f"{type(exc).__name__}: {exc}"}
+            results, fired, errors = {}, {}, {"_request": f"{type(exc).__name__}: {exc}"}
         latency = time.perf_counter() - started
-        out.write(
-            json.dumps(
-                {"text": text, "results": results, "errors": errors, "latency": round(latency, 6)}
-            )
-            + "\n"
-        )
+        line: dict[str, Any] = {"text": text, "results": results}
+        if fired:
+            line["fired"] = fired
+        line.update(errors=errors, latency=round(latency, 6))
+        out.write(json.dumps(line) + "\n")
         out.flush()
         n += 1
     return n

@@ -180,14 +180,15 @@ def decide(
         typer.Option(
             "--decision",
             "-d",
-            help="NAME or NAME=PROMPT (repeat); with --model rules NAME picks a built-in pack",
+            help="NAME or NAME=PROMPT (repeat); with --model rules or learned NAME picks a "
+            "built-in pack",
         ),
     ],
     model: Annotated[
         str,
         typer.Option(
-            help="rules, llm (the config's LLM), llm:<llm model>, openai/<model>, "
-            "inference/<provider>/<model>"
+            help="rules, learned (rules + classifiers), llm (the config's LLM), "
+            "llm:<llm model>, openai/<model>, inference/<provider>/<model>"
         ),
     ] = "rules",
     packs: Annotated[
@@ -211,8 +212,9 @@ def decide(
         if not p.is_dir():
             raise _fail(f"--packs {p}: not a folder of rules packs")
     try:
-        names = list(load_packs(pack_dirs)) if model == "rules" else []
-        decisions = parse_decisions(decision, rules=model == "rules", pack_names=names)
+        by_pack = model in ("rules", "learned")  # a decision's name picks a pack
+        names = list(load_packs(pack_dirs)) if by_pack else []
+        decisions = parse_decisions(decision, rules=by_pack, pack_names=names)
         session_llm = None
         if model == "llm":
             cfg = load_config(config)
@@ -222,6 +224,8 @@ def decide(
         built = build_decision_model(model, session_llm=session_llm, pack_dirs=pack_dirs)
     except (DecideError, PackError, ConfigError) as exc:
         raise _fail(str(exc)) from None
+    except ValueError as exc:  # e.g. learned without its weights
+        raise _fail(f"--model: {exc}") from None
     except (UnknownModelError, ModelConfigError) as exc:
         raise _fail(f"--model: {exc}") from None
     main(built, decisions)
