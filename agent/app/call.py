@@ -109,7 +109,7 @@ async def run_call(
         bus: the call bus (observers subscribe before calling this).
         direction: outbound (we dial) or inbound (we answer).
         line: the transport: ``dial()``, ``mark_answered()``, ``run_callee()``
-            (the simulator) plus the session's :class:`CallTransport` methods.
+            (the simulator) plus the :class:`~agent.telephony.protocol.Line` methods.
         config: the agent config.
         models: the session's models.
         max_seconds: a hard bound on the answered call (replays), in loop time.
@@ -209,15 +209,15 @@ async def run_call(
                 config=config.amd,
                 classifier=models.amd_classifier,
                 speech_end_offset=models.speech_end_offset,
-                sample_rate=getattr(line, "sample_rate", 16000),
+                sample_rate=line.capabilities.sample_rate,
                 enabled=policy.amd,
             )
-            if policy.amd and hasattr(line, "add_audio_tap"):
+            if policy.amd and line.capabilities.audio_tap:
                 line.add_audio_tap(amd.audio_tap)
             gate = ReplyGate(open=not policy.amd)
             factory = models.guardrails or GuardrailFactory(session_llm=models.llm)
             # a warm transfer needs a line that can run one (a LiveKit room)
-            warm = config.transfer.mode == "warm" and hasattr(line, "warm_transfer_task")
+            warm = config.transfer.mode == "warm" and line.capabilities.warm_transfer
             controls = _controls(
                 call_id,
                 bus,

@@ -17,7 +17,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from livekit.agents import AgentSession, llm, stt, tts, vad
 from livekit.agents.voice import (
@@ -59,6 +59,7 @@ from agent.core.messages import (
 from agent.session.agent import CallAgent, ReplyGate, SessionHooks, TurnVerdict
 from agent.session.latency import LatencyRecorder
 from agent.session.runs import RunRecord, RunResult, RunTracker
+from agent.telephony.protocol import Line
 
 logger = logging.getLogger("agent.session.actor")
 
@@ -66,32 +67,10 @@ __all__ = [
     "SessionActor",
     "SessionHooks",
     "CallAgent",
-    "CallTransport",
     "TurnVerdict",
     "SessionOptions",
     "ReplyGate",
 ]
-
-
-class CallTransport(Protocol):
-    """What the session needs from a phone line (the simulator or a LiveKit room)."""
-
-    audio_input: io.AudioInput
-    audio_output: io.AudioOutput
-
-    def set_dtmf_handler(self, handler: Callable[[str], None]) -> None: ...
-
-    def set_hangup_handler(self, handler: Callable[[], None]) -> None: ...
-
-    def add_audio_tap(self, tap: Callable[[float, Any], None]) -> None:
-        """Call ``tap(loop time, float32 samples)`` with every callee frame after the answer."""
-        ...
-
-    async def send_dtmf(self, digits: str) -> None: ...
-
-    async def hang_up(self) -> None: ...
-
-    # optional: ``async def transfer(self, destination: str) -> None`` hands the call over
 
 
 @dataclass
@@ -120,7 +99,7 @@ class SessionActor(Actor):
         *,
         call_id: str,
         bus: Bus,
-        transport: CallTransport,
+        transport: Line,
         stt_model: stt.STT,
         llm_model: llm.LLM,
         tts_model: tts.TTS,
@@ -197,7 +176,11 @@ class SessionActor(Actor):
             call_id=self.call_id,
             publish=self.bus.publish,
             clock="virtual" if is_virtual() else "wall",
-            audio_end=getattr(self.transport, "callee_audio_end", None),
+            audio_end=(
+                self.transport.callee_audio_end  # type: ignore[attr-defined]
+                if self.transport.capabilities.callee_audio_end
+                else None
+            ),
         )
         self.session = AgentSession(
             stt=stt_model,
@@ -247,10 +230,9 @@ class SessionActor(Actor):
             self.controls.interrupt = self._interrupt_for
             self.controls.start()
         s = self.session
-        attach = getattr(self.transport, "attach", None)
-        if attach is not None:
+        if self.transport.capabilities.attach:
             # a LiveKit room wires its participant's audio to the session (RoomIO)
-            await attach(s)
+            await self.transport.attach(s)  # type: ignore[attr-defined]
         s.input.audio = self.transport.audio_input
         s.output.audio = self.transport.audio_output
         s.on("user_state_changed", self._on_user_state)
@@ -719,11 +701,10 @@ class SessionActor(Actor):
             case InterruptRun(run_id=run_id):
                 return self._interrupt(run_id)
             case Transfer(target=target, destination=destination):
-                transfer = getattr(self.transport, "transfer", None)
-                if transfer is None:
+                if not self.transport.capabilities.transfer:
                     raise RuntimeError("this line cannot transfer calls")
                 await self._let_reply_finish(within=15.0)
-                await transfer(destination)
+                await self.transport.transfer(destination)  # type: ignore[attr-defined]
                 self._publish(CallTransferred(call_id=self.call_id, at=self._now(), target=target))
                 return True
             case SendDtmf(digits=digits):

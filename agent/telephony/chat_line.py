@@ -20,6 +20,7 @@ from livekit.agents.voice import io
 
 from agent.core import Bus
 from agent.core.messages import RemoteHangup
+from agent.telephony.protocol import LineCapabilities
 from agent.telephony.sim.io import CalleeAudioInput, TranscriptFeedSTT
 
 __all__ = ["ChatLine", "ChatAudioOutput"]
@@ -79,6 +80,8 @@ class ChatLine:
     ) -> None:
         self.bus = bus
         self.sample_rate = sample_rate
+        #: what this line can do (agent.telephony.protocol)
+        self.capabilities = LineCapabilities(sample_rate=sample_rate, transfer=True)
         self.feed = stt
         self._next_input = next_input
         self.audio_input = CalleeAudioInput(sample_rate=sample_rate)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,38 @@ async def test_an_unanswered_outbound_call_ends_with_its_disposition(
     assert outcome.disposition == disposition
     assert dialled.sip_call_to == "+15551234567" and dialled.wait_until_answered
     assert [m.kind for m in seen] == ["call_not_answered", "call_ended"]
+
+
+def test_each_line_declares_what_it_can_do() -> None:
+    """Lines declare their capabilities; the session and run_call read them, never probe."""
+    from agent.telephony.chat_line import ChatLine
+    from agent.telephony.livekit.line import LiveKitLine
+    from agent.telephony.protocol import LineCapabilities
+    from agent.telephony.sim.simulator import CallSimulator
+
+    for line_class in (CallSimulator, LiveKitLine, ChatLine):
+        # every capability a line declares is backed by the method it names
+        source = inspect.getsource(line_class)
+        assert "self.capabilities = LineCapabilities(" in source, line_class
+    checks = {
+        "transfer": "async def transfer(",
+        "warm_transfer": "def warm_transfer_task(",
+        "attach": "async def attach(",
+        "callee_audio_end": "def callee_audio_end(",
+    }
+    declared = {
+        CallSimulator: {"audio_tap", "transfer", "callee_audio_end"},
+        LiveKitLine: {"audio_tap", "transfer", "warm_transfer", "attach"},
+        ChatLine: {"transfer"},
+    }
+    for line_class, names in declared.items():
+        for name, method in checks.items():
+            assert (method in inspect.getsource(line_class)) == (name in names), (line_class, name)
+    assert LineCapabilities() == LineCapabilities(
+        sample_rate=16000,
+        audio_tap=False,
+        transfer=False,
+        warm_transfer=False,
+        attach=False,
+        callee_audio_end=False,
+    )

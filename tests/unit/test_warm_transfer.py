@@ -8,6 +8,7 @@ keeps the call going, and a completed one ends it ``transferred``.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,13 @@ def _run(
     with pytest.MonkeyPatch.context() as mp:
         # a line that can do warm transfers (a LiveKit line builds livekit's task here)
         mp.setattr(ChatLine, "warm_transfer_task", lambda self, d, ctx: Task(d), raising=False)
+        init = ChatLine.__init__
+
+        def declaring_init(self: ChatLine, *args: Any, **kwargs: Any) -> None:
+            init(self, *args, **kwargs)
+            self.capabilities = dataclasses.replace(self.capabilities, warm_transfer=True)
+
+        mp.setattr(ChatLine, "__init__", declaring_init)
         outcome, messages = clock.run(main())
     return outcome, messages, dialled
 

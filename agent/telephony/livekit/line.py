@@ -29,6 +29,7 @@ from agent.core.messages import AnswerStatus
 from agent.telephony.audio import from_int16
 from agent.telephony.livekit.api import DialJob, LiveKitTelephony
 from agent.telephony.phone import mask_number
+from agent.telephony.protocol import LineCapabilities
 
 logger = logging.getLogger("agent.telephony.livekit")
 
@@ -100,6 +101,10 @@ class LiveKitLine:
         self.job = job
         self.identity = participant_identity
         self.sample_rate = sample_rate
+        #: what this line can do (agent.telephony.protocol)
+        self.capabilities = LineCapabilities(
+            sample_rate=sample_rate, audio_tap=True, transfer=True, warm_transfer=True, attach=True
+        )
         self.audio_input: io.AudioInput
         self.audio_output: io.AudioOutput
         self._room_io: Any = None

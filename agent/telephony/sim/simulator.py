@@ -1,6 +1,6 @@
 """The simulated carrier and callee, driven by a recorded call.
 
-:class:`CallSimulator` is a :class:`~agent.session.actor.CallTransport`: it rings,
+:class:`CallSimulator` is a :class:`~agent.telephony.protocol.Line`: it rings,
 answers (or not) as the call's ``answer`` says, plays the callee's segments
 into the session's audio input when their triggers fire, "plays" the agent's
 audio in loop time, records both sides, and reports DTMF and hang-ups.
@@ -25,6 +25,7 @@ from agent.core import Bus
 from agent.core.messages import AgentSpeechStarted, AgentTurnCompleted, DtmfSent, RemoteHangup
 from agent.telephony.audio import load_audio
 from agent.telephony.line import LineModel
+from agent.telephony.protocol import LineCapabilities
 from agent.telephony.sim.io import AgentAudioOutput, CalleeAudioInput, TranscriptFeedSTT
 from agent.telephony.sim.recorded_call import (
     AfterTrigger,
@@ -105,6 +106,10 @@ class CallSimulator:
         self.bus = bus
         self.text_only = text_only
         self.sample_rate = sample_rate
+        #: what this line can do (agent.telephony.protocol)
+        self.capabilities = LineCapabilities(
+            sample_rate=sample_rate, audio_tap=True, transfer=True, callee_audio_end=True
+        )
         self.feed_stt = feed_stt
         self._synth = synth
         line = call.line
