@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass, field
 
 from agent.core.messages import AmdCategory, FinalAmdCategory
+from agent.core.timers import ArmTimer, CancelTimer
 
 from .config import AmdConfig
 from .fsm import Prediction, StageMachine
@@ -107,17 +108,6 @@ class Completed:
     stages: tuple[FinalAmdCategory, ...]
     decided_at: float | None
     reason: str
-
-
-@dataclass(frozen=True)
-class ArmTimer:
-    name: str
-    at: float
-
-
-@dataclass(frozen=True)
-class CancelTimer:
-    name: str
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from agent.core.messages import (
     UserSpeechStopped,
     UserTurnCompleted,
 )
+from agent.core.timers import CancelTimer, StartTimer
 
 __all__ = [
     "ControllerPolicy",
@@ -118,17 +119,6 @@ class ControllerPolicy:
 class Greet:
     instructions: str
     opening: bool = True
-
-
-@dataclass(frozen=True)
-class StartTimer:
-    name: str
-    seconds: float
-
-
-@dataclass(frozen=True)
-class CancelTimer:
-    name: str
 
 
 @dataclass(frozen=True)
