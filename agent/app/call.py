@@ -40,8 +40,9 @@ from agent.core.tasks import CallTasks
 from agent.models.turn_detector import LexicalTurnDetector
 from agent.session.actor import ReplyGate, SessionActor, SessionOptions
 from agent.trust.call_controls import CallControls
-from agent.trust.guardian import GuardianDesk, GuardianVerifier
+from agent.trust.desk import GuardianDesk
 from agent.trust.tools import CallTrust, ToolPolicy, load_tools
+from agent.trust.verifier import GuardianVerifier
 from amd.actor import AmdActor
 from guardrails.actor import GuardrailActor
 from guardrails.config import install_checks

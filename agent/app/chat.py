@@ -23,7 +23,7 @@ from agent.core import ALL, Bus
 from agent.core.messages import Channel
 from agent.telephony.chat_line import ChatLine
 from agent.telephony.sim.io import TranscriptFeedSTT
-from agent.trust.guardian import GuardianDesk
+from agent.trust.desk import GuardianDesk
 
 __all__ = ["ChatSession", "ChatReply", "text_models"]
 

@@ -38,7 +38,7 @@ from agent.campaigns.dispatch import record_campaign_call
 from agent.core import Bus
 from agent.replay.observer import CallObserver
 from agent.telephony.livekit.api import DialJob, LiveKitSettings, LiveKitTelephony
-from agent.trust.guardian import GuardianDesk
+from agent.trust.desk import GuardianDesk
 from agent.trust.guardian_remote import RemoteGuardianDesk
 
 logger = logging.getLogger("agent.app.worker")

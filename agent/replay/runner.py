@@ -29,7 +29,7 @@ from agent.replay.results import CallResult, judge
 from agent.telephony.sim.io import TranscriptFeedSTT
 from agent.telephony.sim.recorded_call import RecordedCall
 from agent.telephony.sim.simulator import CallSimulator, SpeechSynth
-from agent.trust.guardian import GuardianDesk
+from agent.trust.desk import GuardianDesk
 
 logger = logging.getLogger("agent.replay")
 

@@ -25,7 +25,7 @@ from urllib.parse import quote
 import aiohttp
 from aiohttp import web
 
-from agent.trust.guardian import GuardianDesk, PendingQuestion, QuestionClosed, UnknownQuestion
+from agent.trust.desk import GuardianDesk, PendingQuestion, QuestionClosed, UnknownQuestion
 
 logger = logging.getLogger("agent.trust.guardian_http")
 

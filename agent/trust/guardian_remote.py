@@ -19,7 +19,7 @@ import time
 from typing import Any
 from urllib.parse import quote
 
-from agent.trust.guardian import PendingQuestion, new_question_id
+from agent.trust.desk import PendingQuestion, new_question_id
 from agent.trust.guardian_http import GuardianClientError, _request
 
 logger = logging.getLogger("agent.trust.guardian")

@@ -11,15 +11,9 @@ from pydantic import ValidationError
 
 from agent.core import clock
 from agent.telephony.phone import PhoneNumberError, mask_number, parse_e164
-from agent.trust.guardian import (
-    REDACTED,
-    GuardianConfig,
-    GuardianDesk,
-    GuardianVerifier,
-    PendingQuestion,
-    QuestionClosed,
-    UnknownQuestion,
-)
+from agent.trust.desk import GuardianDesk, PendingQuestion, QuestionClosed, UnknownQuestion
+from agent.trust.guardian import GuardianConfig
+from agent.trust.verifier import REDACTED, GuardianVerifier
 
 GUARDIAN = "+15551234567"
 STRANGER = "+15559876543"

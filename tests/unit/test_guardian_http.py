@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from agent.trust.guardian import GuardianDesk
+from agent.trust.desk import GuardianDesk
 from agent.trust.guardian_http import (
     GuardianClientError,
     GuardianServer,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent.trust import guardian_remote
-from agent.trust.guardian import GuardianDesk
+from agent.trust.desk import GuardianDesk
 from agent.trust.guardian_http import GuardianServer, answer_question, list_questions
 from agent.trust.guardian_remote import RemoteGuardianDesk
 

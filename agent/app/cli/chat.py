@@ -23,7 +23,7 @@ from agent.app.call import ModelSet
 from agent.app.chat import ChatSession, text_models
 from agent.app.config import AgentConfig
 from agent.core import clock
-from agent.trust.guardian import GuardianDesk, PendingQuestion
+from agent.trust.desk import GuardianDesk, PendingQuestion
 
 __all__ = ["HELP", "banner", "run_chat"]
 
