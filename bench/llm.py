@@ -37,7 +37,12 @@ import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.p
 
 from agent.app.config import AgentConfig
 from agent.models.gguf_weights import packaged_gguf_path, runtime_gguf_path
-from agent.models.llama_llm import LlamaOptions, chat_prompt_tokens, complete_sentences
+from agent.models.llama_llm import (
+    LlamaOptions,
+    cached_prefix,
+    chat_prompt_tokens,
+    complete_sentences,
+)
 
 #: what callers say, one conversation per list
 CONVERSATIONS = [
@@ -97,16 +102,6 @@ def _reply(
     return text, first, time.perf_counter() - started - first, tokens
 
 
-def _cached(llama: Any, tokens: list[int]) -> int:
-    """Prompt tokens the context already holds (as ``agent.models.llama_llm.cached_prefix``)."""
-    same = 0
-    for a, b in zip(llama._input_ids[: llama.n_tokens].tolist(), tokens, strict=False):
-        if a != b:
-            break
-        same += 1
-    return min(same, max(0, len(tokens) - 1))
-
-
 def run_variant(
     path: Path, *, pool: bool, instructions: str, opts: LlamaOptions
 ) -> dict[str, float]:
@@ -122,7 +117,7 @@ def run_variant(
             for line in callee:
                 messages.append({"role": "user", "content": line})
                 tokens = chat_prompt_tokens(llama, messages)
-                cached = _cached(llama, tokens)
+                cached = cached_prefix(llama, tokens)
                 if pool:
                     # keep the pool's other threads cycling, as an event loop's executor does
                     executor.submit(time.sleep, 0.001)
