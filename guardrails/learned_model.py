@@ -23,7 +23,7 @@ from livekit.agents import llm
 from livekit.agents.types import APIConnectOptions
 
 from .learned import WEIGHTS_DIR, LearnedPack, load_learned_packs
-from .rules import RulePack, RulesDecisionModel, _last_text
+from .rules import RulePack, RulesDecisionModel, evaluate_packs
 
 __all__ = ["LearnedDecisionModel", "combined_score"]
 
@@ -145,18 +145,7 @@ class LearnedDecisionModel(llm.DecisionModel):
         decisions: Mapping[str, llm.Decision],
         conn_options: APIConnectOptions,
     ) -> llm.DecisionResponse:
-        text = _last_text(input)
-        results: dict[str, Any] = {}
-        errors: dict[str, str] = {}
-        for name, decision in decisions.items():
-            pack = self._packs.get(name)
-            if not isinstance(decision, llm.Probability):
-                errors[name] = "the learned backend answers probability decisions only"
-            elif pack is None:
-                errors[name] = f"no rules pack named {name!r}"
-            else:
-                value, data = combined_score(pack, self._learned.get(name), text)
-                results[name] = llm.ProbabilityResult(value=value, provider_data=data)
-        return llm.DecisionResponse(
-            results=results, errors=errors, model=self.model, provider=self.provider
-        )
+        return evaluate_packs(self, self._packs, input, decisions, self._score)
+
+    def _score(self, name: str, pack: RulePack, text: str) -> tuple[float, dict[str, Any]]:
+        return combined_score(pack, self._learned.get(name), text)

@@ -107,10 +107,13 @@ __all__ = [
     "Rule",
     "RulePack",
     "RulesDecisionModel",
+    "PackScorer",
     "Suppressor",
     "builtin_pack_names",
+    "evaluate_packs",
     "load_pack",
     "load_packs",
+    "rules_score",
 ]
 
 #: The directory of the built-in packs.
@@ -563,20 +566,53 @@ class RulesDecisionModel(llm.DecisionModel):
         decisions: Mapping[str, llm.Decision],
         conn_options: APIConnectOptions,
     ) -> llm.DecisionResponse:
-        text = _last_text(input)
-        results: dict[str, Any] = {}
-        errors: dict[str, str] = {}
-        for name, decision in decisions.items():
-            pack = self._packs.get(name)
-            if not isinstance(decision, llm.Probability):
-                errors[name] = "the rules backend answers probability decisions only"
-            elif pack is None:
-                errors[name] = f"no rules pack named {name!r}"
-            else:
-                value, matched = pack.score(text)
-                results[name] = llm.ProbabilityResult(
-                    value=value, provider_data={"matched": list(matched)}
-                )
-        return llm.DecisionResponse(
-            results=results, errors=errors, model=self.model, provider=self.provider
-        )
+        return evaluate_packs(self, self._packs, input, decisions, rules_score)
+
+
+def rules_score(name: str, pack: RulePack, text: str) -> tuple[float, dict[str, Any]]:
+    """A pack's rules alone: the value and ``provider_data`` (the matched rule ids)."""
+    value, matched = pack.score(text)
+    return value, {"matched": list(matched)}
+
+
+#: Scores ``text`` (not a transcript) for the pack a decision named:
+#: ``(decision name, pack, text) -> (value, provider_data)``.
+PackScorer = Callable[[str, RulePack, str], tuple[float, dict[str, Any]]]
+
+
+def evaluate_packs(
+    model: llm.DecisionModel,
+    packs: Mapping[str, RulePack],
+    input: str,
+    decisions: Mapping[str, llm.Decision],
+    score: PackScorer,
+) -> llm.DecisionResponse:
+    """Answer ``decisions`` by pack name with ``score``: the evaluate loop of every
+    pack-backed model (``rules``, ``learned``).
+
+    Args:
+        model: The model answering (its ``model`` names the backend in errors and
+            the response).
+        packs: The packs by decision name.
+        input: The text or ``role: text`` transcript; its last line is scored.
+        decisions: The decisions asked for; only ``llm.Probability`` is answered.
+        score: How a pack scores the text.
+
+    Returns:
+        A result per decision with a pack, an error for each other one.
+    """
+    text = _last_text(input)
+    results: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for name, decision in decisions.items():
+        pack = packs.get(name)
+        if not isinstance(decision, llm.Probability):
+            errors[name] = f"the {model.model} backend answers probability decisions only"
+        elif pack is None:
+            errors[name] = f"no rules pack named {name!r}"
+        else:
+            value, data = score(name, pack, text)
+            results[name] = llm.ProbabilityResult(value=value, provider_data=data)
+    return llm.DecisionResponse(
+        results=results, errors=errors, model=model.model, provider=model.provider
+    )
