@@ -49,15 +49,9 @@ from agent.app.logs import setup_logging
 from agent.core import clock
 from agent.models.registry import ModelConfigError, UnknownModelError
 from agent.replay.loader import RecordedCallError, load_paths
-from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions, default_cache_dir
+from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
 from agent.telephony.sim.recorded_call import RecordedCall
-from agent.telephony.sim.voices import (
-    Voice,
-    VoicedSynth,
-    VoiceError,
-    check_installed,
-    parse_voice,
-)
+from agent.telephony.sim.voices import Voice, VoiceError, check_installed, parse_voice
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PATHS = [ROOT / "tests" / "calls" / "amd", ROOT / "tests" / "calls" / "amd-voices"]
@@ -143,14 +137,11 @@ def _row(call: RecordedCall, r: ReplayedCall) -> Row:
 async def run_mode(
     calls: list[RecordedCall], config: AgentConfig, *, text_only: bool, voice: Voice | None = None
 ) -> list[Row]:
-    synth = None
-    if voice is not None:
-        synth = VoicedSynth(default_cache_dir() / "speech", voice.resolve(""))
-    replayer = Replayer(config, ReplayOptions(text_only=text_only), synth=synth)
+    # the run's voice says every line whose call names none; speed and pitch differ per call
+    options = ReplayOptions(text_only=text_only, voice=voice.text if voice is not None else None)
+    replayer = Replayer(config, options)
     rows = []
     for call in calls:
-        if synth is not None and voice is not None:
-            synth.voice = voice.resolve(call.name)  # speed and pitch differ per call
         replayed = await replayer.replay(call)
         row = _row(call, replayed)
         mark = "ok " if row.got == row.expected else "MISS"
@@ -296,13 +287,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             runs += [(f"audio {v.text}", False, v) for v in voices]
     results: dict[str, list[Row]] = {}
-    for name, text_only, voice in runs:
+    for name, text_only, run_voice in runs:
         print()
         print(f"-- replaying, {name}")
         started = time.perf_counter()
         try:
             results[name] = clock.run(
-                run_mode(calls, config, text_only=text_only, voice=voice),
+                run_mode(calls, config, text_only=text_only, voice=run_voice),
                 virtual=not args.real_clock,
                 speed=None,
             )

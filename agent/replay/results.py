@@ -157,9 +157,12 @@ class CallResult(_Result):
     """Everything observed while replaying one call: one JSON Lines record.
 
     ``ok`` is True exactly when ``failures`` is empty; use :func:`judge` to fill both.
+    ``voice`` (the callee voice of an audio replay, when the run or the call named one)
+    is left out of the record when None.
     """
 
     name: str
+    voice: str | None = None
     ok: bool = True
     amd: AmdResult | None = None
     disposition: Disposition
@@ -178,6 +181,13 @@ class CallResult(_Result):
         if self.disposition in UNANSWERED_DISPOSITIONS and self.amd is not None:
             raise ValueError(f"a {self.disposition} call was never answered: amd must be null")
         return self
+
+    @model_serializer(mode="wrap")
+    def _omit_unnamed_voice(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("voice") is None:
+            data.pop("voice", None)
+        return data
 
     def to_json_line(self) -> str:
         """This result as one compact JSON line (no newline), floats rounded to 3 decimals."""

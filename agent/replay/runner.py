@@ -28,12 +28,19 @@ from agent.replay.observer import CallObserver, answered_lines
 from agent.replay.results import CallResult, judge
 from agent.telephony.sim.io import TranscriptFeedSTT
 from agent.telephony.sim.recorded_call import RecordedCall
-from agent.telephony.sim.simulator import CallSimulator, SpeechSynth
+from agent.telephony.sim.simulator import CallSimulator, LineSynth, SpeechSynth
+from agent.telephony.sim.voices import (
+    VoicedSynth,
+    VoiceError,
+    check_installed,
+    parse_voice,
+    pick_voice,
+)
 from agent.trust.desk import GuardianDesk
 
 logger = logging.getLogger("agent.replay")
 
-__all__ = ["ReplayOptions", "Replayer", "default_cache_dir"]
+__all__ = ["ReplayOptions", "Replayer", "default_cache_dir", "voice_problem"]
 
 
 def default_cache_dir() -> Path:
@@ -51,6 +58,30 @@ class ReplayOptions:
     record_dir: Path | None = None
     cache_dir: Path | None = None
     sample_rate: int = 16000
+    #: the run's callee voice (``--voices``): says the lines whose line and call name none
+    voice: str | None = None
+
+
+def voice_problem(calls: Sequence[RecordedCall], run_voices: Sequence[str] = ()) -> str | None:
+    """Why these voices cannot be synthesised here (espeak-ng or one of its voices
+    missing), naming the file and key or ``--voices``; None when they all can."""
+    for text in run_voices:
+        try:
+            check_installed(parse_voice(text))
+        except VoiceError as exc:
+            return f"--voices: {exc}"
+    for call in calls:
+        named: list[tuple[str, str | None]] = [("voice", call.voice)] + [
+            (f"callee[{i}].voice", seg.voice) for i, seg in enumerate(call.callee)
+        ]
+        for key, named_voice in named:
+            if named_voice is None:
+                continue
+            try:
+                check_installed(parse_voice(named_voice))
+            except VoiceError as exc:
+                return f"{call.source_path or call.name}: {key}: {exc}"
+    return None
 
 
 @dataclass
@@ -84,7 +115,9 @@ class Replayer:
         config: the agent config (a call's ``agent:`` overrides apply per call).
         options: text-only, recording folder, cache folder.
         models: prebuilt models (tests inject scripted fakes); built from config otherwise.
-        synth: renders callee speech (defaults to the offline Piper voice, cached).
+        synth: renders callee speech that names no voice (defaults to the offline
+            Piper voice, cached); lines in a named voice (the line's, the call's or
+            ``options.voice``) are said in it (agent/telephony/sim/voices.py).
     """
 
     def __init__(
@@ -99,6 +132,7 @@ class Replayer:
         self.options = options
         self._models = models
         self._synth = synth
+        self._voiced: VoicedSynth | None = None
         #: where the calls' guardian questions go (tests answer them here)
         self.desk = GuardianDesk()
 
@@ -142,6 +176,29 @@ class Replayer:
         )
         return cache.get
 
+    def line_synth(self, call: RecordedCall, default: SpeechSynth | None) -> LineSynth:
+        """Picks the synthesiser of each of ``call``'s lines: in the voice the line, the call
+        or the run names (in that order), else ``default``."""
+        if self._voiced is None:
+            root = (self.options.cache_dir or default_cache_dir()) / "speech"
+            self._voiced = VoicedSynth(root, pick_voice(seed=""))
+        voiced = self._voiced
+
+        def pick(line_voice: str | None) -> SpeechSynth:
+            chosen = line_voice or call.voice or self.options.voice
+            if chosen is None and default is not None:
+                return default
+            voice = pick_voice(chosen, seed=call.name)
+            return lambda text, rate: voiced.speak(text, rate, voice)
+
+        return pick
+
+    def voice_of(self, call: RecordedCall) -> str | None:
+        """The voice that says ``call``'s lines that name none, when one is named (else None)."""
+        if self.options.text_only:
+            return None
+        return call.voice or self.options.voice
+
     def models(self) -> ModelSet:
         if self._models is None:
             self._models = self._build_models()
@@ -171,6 +228,7 @@ class Replayer:
             bus=bus,
             text_only=self.options.text_only,
             synth=synth,
+            line_synth=None if self.options.text_only else self.line_synth(call, synth),
             sample_rate=self.options.sample_rate,
             feed_stt=models.stt if isinstance(models.stt, TranscriptFeedSTT) else None,
             record=self.options.record_dir is not None,
@@ -190,7 +248,9 @@ class Replayer:
         finally:
             await sim.aclose()
         observed = observer.result(call.name)
-        observed = observed.model_copy(update={"dtmf_sent": sim.dtmf_sent})
+        observed = observed.model_copy(
+            update={"dtmf_sent": sim.dtmf_sent, "voice": self.voice_of(call)}
+        )
         if self.options.record_dir is not None and sim.recorder is not None:
             self.options.record_dir.mkdir(parents=True, exist_ok=True)
             path = self.options.record_dir / f"{call.name}.wav"

@@ -158,7 +158,11 @@ HOW: dict[str, Run | Parse | Skip | Synopsis] = {
     ".venv/bin/python -m agent replay tests/calls/human-conversation-hangup.call.yaml "
     "--text-only": Run(local_llm=True),
     "python -m agent replay PATH... [--text-only] [--json] [--speed N|max] [--real-clock] "
-    "[--config FILE] [--record-dir DIR] [--report DIR] [-v]": Synopsis(),
+    "[--config FILE] [--record-dir DIR] [--report DIR] [--voices V,...] [-v]": Synopsis(),
+    ".venv/bin/python -m agent replay tests/calls/amd-voices --voices "
+    "piper,espeak:en-us+m3:speed=160-200,espeak:en-029+m2:speed=130-160": Parse(
+        "46 calls in audio, three voices: minutes"
+    ),
 }
 
 

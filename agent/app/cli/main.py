@@ -96,6 +96,14 @@ def replay(
         Path | None,
         typer.Option("--report", help="write one HTML timeline page per call and an index here"),
     ] = None,
+    voices: Annotated[
+        str | None,
+        typer.Option(
+            "--voices",
+            help="replay every call once per callee voice, comma-separated: piper, "
+            "espeak[:ACCENT[+VARIANT]][:speed=WPM[-WPM]][:pitch=P[-P]] (audio only)",
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
     """Replay recorded calls through the runtime and check their expectations."""
@@ -105,6 +113,7 @@ def replay(
 
     setup_logging(verbose=verbose, json_logs=False)
     clock_speed = _parse_speed(speed)
+    run_voices = _parse_voices(voices, text_only=text_only)
     try:
         agent_config = load_config(config, warn=False)
         calls = load_paths(paths)
@@ -122,8 +131,29 @@ def replay(
         json_out=json_out,
         config_source=str(config or DEFAULT_CONFIG),
         report_dir=report,
+        voices=run_voices,
     )
     raise typer.Exit(code)
+
+
+def _parse_voices(value: str | None, *, text_only: bool) -> list[str]:
+    """``--voices`` as a list of voice strings (empty when not given); bad input exits 2."""
+    from agent.telephony.sim.voices import VoiceError, parse_voice
+
+    if value is None:
+        return []
+    if text_only:
+        raise _fail("--voices: --text-only replays synthesise no speech; drop one of the two")
+    texts = [v.strip() for v in value.split(",")]
+    if not all(texts):
+        raise _fail(f"--voices: expected comma-separated voice names, got {value!r}")
+    try:
+        parsed = [parse_voice(text).text for text in texts]
+    except VoiceError as exc:
+        raise _fail(f"--voices: {exc}") from None
+    if len(set(parsed)) != len(parsed):
+        raise _fail(f"--voices: a voice is named twice in {value!r}")
+    return parsed
 
 
 @app.command()

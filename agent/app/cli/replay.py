@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from agent.app.config_env import model_key, value_source
 from agent.core import clock
 from agent.core.messages import CallStarted
 from agent.models.registry import ModelConfigError, UnknownModelError
-from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
+from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions, voice_problem
 from agent.telephony.sim.recorded_call import RecordedCall
 from guardrails.response import ResponseGuardrailError
 from guardrails.rules import PackError
@@ -38,8 +39,14 @@ def run_replay(
     jsonl_path: Path | None = None,
     config_source: str = "config",
     report_dir: Path | None = None,
+    voices: list[str] | None = None,
 ) -> int:
-    """Replay ``calls``; returns the exit status (0 all ok, 1 any failed, 2 bad input)."""
+    """Replay ``calls``; returns the exit status (0 all ok, 1 any failed, 2 bad input).
+
+    With ``voices`` (audio only) every call is replayed once per voice, all calls in
+    the first voice first; with more than one, each voice's recordings and pages go
+    to a subfolder of ``record_dir`` and ``report_dir`` named after the voice.
+    """
     # when piped, rich assumes 80 columns and truncates call names: give the table room
     stream = sys.stderr if json_out else sys.stdout
     console = Console(stderr=json_out, width=None if stream.isatty() else 120)
@@ -50,6 +57,12 @@ def run_replay(
     options = ReplayOptions(text_only=text_only, record_dir=record_dir)
     pages: list[tuple[Path, Any]] = []
     replayer = Replayer(config, options)
+    passes: list[str | None] = list(voices or []) or [None]
+    if not text_only:
+        problem = voice_problem(calls, voices or [])
+        if problem:
+            errors.print(f"[red]error:[/red] {escape(problem)}", highlight=False)
+            return 2
     # check every call's `agent:` overrides before anything runs: bad input exits 2
     guarded: list[tuple[str, AgentConfig]] = [(config_source, config)]
     for call in calls:
@@ -108,14 +121,17 @@ def run_replay(
         disable=json_out or not sys.stderr.isatty(),
     )
 
+    pages_dir, recordings_dir = report_dir, record_dir
+
     async def main() -> list[ReplayedCall]:
         with progress:
-            task = progress.add_task(calls[0].name if calls else "", total=len(calls))
+            total = len(calls) * len(passes)
+            task = progress.add_task(calls[0].name if calls else "", total=total)
 
             def on_result(call: RecordedCall, replayed: ReplayedCall) -> None:
                 results.append(replayed)
-                if report_dir is not None:
-                    pages.append(_write_page(report_dir, call, replayed, record_dir))
+                if pages_dir is not None:
+                    pages.append(_write_page(pages_dir, call, replayed, recordings_dir))
                 line = replayed.result.to_json_line()
                 if json_out:
                     print(line, flush=True)
@@ -124,10 +140,21 @@ def run_replay(
                     jsonl.flush()
                 if not json_out:
                     mark = "[green]ok[/green]" if replayed.result.ok else "[red]FAIL[/red]"
-                    progress.console.print(f"{mark} {escape(call.name)}", highlight=False)
+                    voice = f" ({replayed.result.voice})" if len(passes) > 1 else ""
+                    progress.console.print(f"{mark} {escape(call.name + voice)}", highlight=False)
                 progress.update(task, advance=1)
 
-            return await replayer.replay_all(calls, on_result)
+            nonlocal pages_dir, recordings_dir
+            done: list[ReplayedCall] = []
+            for voice in passes:
+                options.voice = voice
+                if len(passes) > 1 and voice is not None:
+                    sub = voice_folder(voice)
+                    pages_dir = report_dir / sub if report_dir is not None else None
+                    recordings_dir = record_dir / sub if record_dir is not None else None
+                    options.record_dir = recordings_dir
+                done += await replayer.replay_all(calls, on_result)
+            return done
 
     try:
         clock.run(main(), virtual=virtual, speed=speed)
@@ -141,9 +168,20 @@ def run_replay(
     if report_dir is not None:
         from agent.replay.timeline import write_suite_index
 
-        index = write_suite_index(report_dir, pages)
-        errors.print(f"report: {index}", highlight=False, markup=False)
+        for voice in passes:
+            folder = report_dir
+            mine = pages
+            if len(passes) > 1 and voice is not None:
+                folder = report_dir / voice_folder(voice)
+                mine = [page for page in pages if page[0].parent.parent == folder]
+            index = write_suite_index(folder, mine)
+            errors.print(f"report: {index}", highlight=False, markup=False)
     return 0 if all(r.result.ok for r in results) else 1
+
+
+def voice_folder(voice: str) -> str:
+    """A folder name for a voice string: ``espeak:en-gb+f4`` -> ``espeak_en-gb_f4``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", voice)
 
 
 def _write_page(

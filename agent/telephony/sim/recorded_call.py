@@ -27,6 +27,7 @@ from pydantic import (
 
 from agent.core.messages import AnswerStatus, Direction, Disposition, GuardrailHook
 from agent.core.messages import FinalAmdCategory as AmdCategory
+from agent.telephony.sim.voices import VoiceError, check_installed, espeak_voices, parse_voice
 
 SPEECH_SECONDS_PER_CHAR = 0.065
 #: Tones are rendered at the replay's 16 kHz audio rate, so they must stay below 8 kHz.
@@ -121,6 +122,18 @@ def _not_wait(value: Any) -> Any:
     return value
 
 
+def _voice(value: Any) -> Any:
+    try:
+        voice = parse_voice(value)
+        if espeak_voices()[0]:
+            # accents are checked where espeak-ng is installed; elsewhere the audio
+            # replay refuses the voice before the first call starts
+            check_installed(voice)
+    except VoiceError as exc:
+        raise ValueError(str(exc)) from None
+    return voice.text
+
+
 def _hangup(value: Any) -> Any:
     if value is not True:
         raise ValueError(
@@ -134,6 +147,7 @@ Text = Annotated[str, BeforeValidator(_text)]
 DtmfKeys = Annotated[str, BeforeValidator(_dtmf_keys)]
 DtmfSent = Annotated[str, BeforeValidator(lambda v: _dtmf_keys(v, allow_empty=True))]
 Frequencies = Annotated[tuple[float, ...], BeforeValidator(_frequencies)]
+VoiceName = Annotated[str, BeforeValidator(_voice)]
 FinalAmdCategory = Annotated[AmdCategory, BeforeValidator(_not_wait)]
 Seconds = Annotated[float, Field(ge=0)]
 PositiveSeconds = Annotated[float, Field(gt=0)]
@@ -200,10 +214,14 @@ class AfterTrigger:
 
 @dataclass(frozen=True, slots=True)
 class SayPayload:
-    """Speech: ``audio`` is played with ``text`` as its transcript, else ``text`` is synthesised."""
+    """Speech: ``audio`` is played with ``text`` as its transcript, else ``text`` is synthesised.
+
+    ``voice`` is the line's own voice string (agent/telephony/sim/voices.py), or None.
+    """
 
     text: str
     audio: Path | None = None
+    voice: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +279,7 @@ class Segment(_Model):
     silence: PositiveSeconds | None = None
     dtmf: DtmfKeys | None = None
     hangup: Annotated[bool, BeforeValidator(_hangup)] | None = None
+    voice: VoiceName | None = None
 
     @field_validator("audio")
     @classmethod
@@ -297,6 +316,10 @@ class Segment(_Model):
             payloads.remove("audio")  # say + audio is one payload: a file and its transcript
         if not payloads:
             raise FormatProblem(f"no payload: add one of {', '.join(_PAYLOAD_KEYS)}")
+        if self.voice is not None and (self.say is None or self.audio is not None):
+            raise FormatProblem(
+                "'voice' only goes with a synthesised 'say' (no 'audio' file)", "voice"
+            )
         if len(payloads) > 1:
             raise FormatProblem(
                 f"two payloads ({payloads[0]!r} and {payloads[1]!r}): give exactly one "
@@ -317,7 +340,7 @@ class Segment(_Model):
     def payload(self) -> Payload:
         """The segment's payload as a typed value (``match`` on it)."""
         if self.say is not None:
-            return SayPayload(self.say, self.audio)
+            return SayPayload(self.say, self.audio, self.voice)
         if self.audio is not None:
             return AudioPayload(self.audio)
         if self.tone is not None:
@@ -382,6 +405,7 @@ class RecordedCall(_Model):
     expect: Expect = Expect()
     max_seconds: PositiveSeconds = 180.0
     agent: dict[str, Any] = Field(default_factory=dict)
+    voice: VoiceName | None = None
 
     _source_path: Path | None = PrivateAttr(default=None)
 

@@ -45,9 +45,11 @@ from agent.telephony.sim.tones import dtmf_tones, silence, tone
 
 logger = logging.getLogger("agent.simulator")
 
-__all__ = ["CallSimulator", "PreparedSegment", "SpeechSynth"]
+__all__ = ["CallSimulator", "LineSynth", "PreparedSegment", "SpeechSynth"]
 
 SpeechSynth = Callable[[str, int], np.ndarray]
+#: the synthesiser of one ``say`` line, given the line's own ``voice`` (None: it names none)
+LineSynth = Callable[[str | None], SpeechSynth]
 #: Text-only replays deliver an interim transcript this long after the callee starts.
 INTERIM_AFTER = 0.4
 
@@ -86,6 +88,8 @@ class CallSimulator:
         bus: the call bus (the simulator listens for agent events and publishes hang-ups).
         text_only: deliver ``say`` texts as transcripts instead of audio.
         synth: renders ``say`` texts without audio (the offline TTS, cached).
+        line_synth: picks the synthesiser of each ``say`` line from its ``voice``
+            (the replay's voice choice); ``synth`` is used when not given.
         sample_rate: rate of the audio handed to the session.
         feed_stt: the transcript feed STT (text-only replays).
         record: keep a stereo recording (callee left, agent right).
@@ -98,6 +102,7 @@ class CallSimulator:
         bus: Bus,
         text_only: bool,
         synth: SpeechSynth | None = None,
+        line_synth: LineSynth | None = None,
         sample_rate: int = 16000,
         feed_stt: TranscriptFeedSTT | None = None,
         record: bool = False,
@@ -112,6 +117,7 @@ class CallSimulator:
         )
         self.feed_stt = feed_stt
         self._synth = synth
+        self._line_synth = line_synth
         line = call.line
         self._line = (
             LineModel(sample_rate=line.sample_rate, codec=line.codec, noise_db=None)
@@ -163,14 +169,15 @@ class CallSimulator:
                 p = PreparedSegment(index, str(event.value), None, gap, timeout, digits, "")
         audio: np.ndarray | None = None
         match seg.payload:
-            case SayPayload(text=text, audio=path):
+            case SayPayload(text=text, audio=path, voice=voice):
                 p.payload, p.text = "say", text
                 if path is not None:
                     audio = load_audio(path, sr)
                 elif not self.text_only:
-                    if self._synth is None:
+                    synth = self._line_synth(voice) if self._line_synth else self._synth
+                    if synth is None:
                         raise RuntimeError("replaying `say` with audio needs a speech synthesiser")
-                    audio = self._synth(text, sr)
+                    audio = synth(text, sr)
                 p.seconds = len(audio) / sr if audio is not None else estimated_speech_seconds(text)
                 if self.text_only:
                     audio = None  # text-only: the transcript stands for the speech

@@ -15,6 +15,10 @@ A range (and an omitted speed or pitch: speed 150-190, pitch 30-70) is
 resolved per call: the call's name picks a value in it, so every call of a
 suite sounds a little different while a replay of the same call sounds the
 same and its audio is found in the cache again.
+
+A line is said in the first voice named by the line's ``voice:``, the call's
+``voice:`` and the replay run (``--voices``); Piper when none is
+(:func:`pick_voice`).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ __all__ = [
     "check_installed",
     "espeak_voices",
     "parse_voice",
+    "pick_voice",
 ]
 
 DEFAULT_VOICE = "piper"
@@ -242,6 +247,25 @@ class VoicedSynth:
 
     def __call__(self, text: str, sample_rate: int) -> np.ndarray:
         return self._cache(self.voice).get(text, sample_rate)
+
+    def speak(self, text: str, sample_rate: int, voice: ResolvedVoice) -> np.ndarray:
+        """``text`` in ``voice`` (cached), whatever :attr:`voice` is. Blocking."""
+        return self._cache(voice).get(text, sample_rate)
+
+
+def pick_voice(*choices: str | None, seed: str) -> ResolvedVoice:
+    """The first voice string in ``choices`` that is not None (Piper if none), for one call.
+
+    Args:
+        choices: Voice strings, most specific first: the line's, the call's, the run's.
+        seed: The call's name: it picks speed and pitch inside the chosen voice's
+            ranges, so every line a voice says in one call sounds like one speaker.
+
+    Raises:
+        VoiceError: The chosen string is not a voice.
+    """
+    text = next((c for c in choices if c is not None), DEFAULT_VOICE)
+    return parse_voice(text).resolve(seed)
 
 
 def check_installed(voice: Voice) -> None:
