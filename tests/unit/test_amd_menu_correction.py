@@ -1,0 +1,57 @@
+"""A menu corrects a provisional person only when it did not answer us (docs/amd.md).
+
+A short business greeting is a person on timing; when a menu follows before the
+agent spoke, or over the agent's speech, the "person" was a recording. A callee
+who reads options to us after we spoke is still the person.
+"""
+
+from __future__ import annotations
+
+from tests.unit.test_amd_detector import Timeline
+
+MENU = "For billing, press 1. For appointments, press 2. To speak to our staff, press 0."
+
+
+def greeted() -> Timeline:
+    """Answer at 0, "Acme Dental." from 0.4 to 1.0: a provisional person at 1.5."""
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.4, 1.0, "Acme Dental.")
+    call.run_until(1.6)
+    (p,) = call.predictions
+    assert (p.category, p.stage, p.provisional) == ("human", "human", True)
+    return call
+
+
+def test_a_menu_before_the_agent_spoke_corrects_the_person() -> None:
+    call = greeted()
+    call.say(1.7, 6.0, MENU)
+    ivr = call.predictions[-1]
+    assert ivr.category == "machine-ivr" and ivr.stage == "machine-ivr"
+    assert ivr.changed and not ivr.provisional
+    assert "corrects a provisional person" in ivr.reason
+    assert call.detector.stage == "machine-ivr" and not call.detector.provisional
+    call.run_until(20.0)
+    assert call.completions == []  # the confirm timer was cancelled: no person at 6.5 s
+    call.call_ended(30.0)
+    assert "human" not in call.completed.stages
+
+
+def test_a_menu_over_the_agents_speech_corrects_the_person() -> None:
+    call = greeted()
+    call.agent_starts(1.6)
+    call.say(2.0, 6.5, MENU)  # the recording talks on while the agent greets
+    call.agent_ends(6.8, "Hi, this is Sam from Acme Dental.")
+    ivr = next(p for p in call.predictions if p.category == "machine-ivr")
+    assert ivr.stage == "machine-ivr" and "corrects a provisional person" in ivr.reason
+    assert call.detector.stage == "machine-ivr"
+
+
+def test_options_read_to_us_after_we_spoke_keep_the_person() -> None:
+    call = greeted()
+    call.agent(1.6, 3.5, "Hi, this is Sam from Acme Dental. Who handles billing?")
+    call.say(4.2, 8.5, MENU)  # a receptionist answering us, not over us
+    assert call.detector.stage == "human"
+    assert not any(p.stage == "machine-ivr" for p in call.predictions)
+    done = call.completed
+    assert done.category == "human" and done.stages == ("human",)
