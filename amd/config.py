@@ -30,8 +30,10 @@ class AmdConfig(BaseModel):
     """From the answer; new turns cannot extend it. The current stage becomes final."""
     uncertain_action: Literal["human", "hangup"] = "human"
     """What ``uncertain`` at a timeout leads to: talk as to a person, or hang up."""
-    human_silence: float = Field(default=0.5, ge=0.1, le=3.0)
-    """Silence after a short greeting ("Hello?") that makes the callee a person."""
+    human_silence: float = Field(default=0.3, ge=0.1, le=3.0)
+    """Silence after a short greeting ("Hello?") that makes the callee a person: the
+    session VAD's own silence window (``turn.vad_min_silence``), so in audio the rule
+    decides as soon as the VAD reports the end of the speech."""
     long_greeting_silence: float = Field(default=1.0, ge=0.1, le=5.0)
     """Silence needed after a longer greeting that carries no person markers."""
     short_greeting_seconds: float = Field(default=1.2, ge=0.1, le=5.0)

@@ -26,6 +26,9 @@ from amd.detector import (
 )
 
 Answer = tuple[str, float, str]
+#: the scripts below are timed for 0.5 s of silence after a short turn; the default
+#: (0.3 s, the session VAD's own silence window) is tested on its own
+SCRIPTED = AmdConfig(human_silence=0.5)
 
 
 def lexical(req: Classify) -> Answer | None:
@@ -54,7 +57,7 @@ class Timeline:
         classifier: Callable[[Classify], Answer | None] = lexical,
         latency: float = 0.0,
     ) -> None:
-        self.detector = AmdDetector(config or AmdConfig())
+        self.detector = AmdDetector(config or SCRIPTED)
         self.classifier = classifier
         self.latency = latency
         self.now = 0.0
@@ -181,6 +184,29 @@ def hello() -> Timeline:
 # -- a fast person verdict and its confirmation ------------------------------------------
 
 
+def test_by_default_a_short_hello_is_a_person_once_the_vad_hears_it_end() -> None:
+    """0.3 s of silence: the session's VAD reports the end of speech that late, so
+    the "Hello?" rule decides as soon as it can."""
+    call = Timeline(AmdConfig())
+    call.answered(0.0)
+    call.say(0.5, 1.0, "Hello?")
+    call.run_until(1.29)
+    assert call.predictions == []
+    call.run_until(1.31)
+    (p,) = call.predictions
+    assert (p.category, p.stage, p.provisional) == ("human", "human", True)
+    assert p.at == pytest.approx(1.3)
+
+
+def test_by_default_a_greeting_that_goes_on_after_a_short_pause_is_not_a_person() -> None:
+    call = Timeline(AmdConfig())
+    call.answered(0.0)
+    call.say(0.5, 1.0, "Hi,")
+    call.say(1.2, 4.0, "you've reached Dana, leave a message after the tone.")
+    assert call.detector.stage == "machine-vm"
+    assert not any(p.category == "human" for p in call.predictions)
+
+
 def test_short_hello_then_silence_is_a_provisional_person_at_half_a_second() -> None:
     call = Timeline()
     call.answered(0.0)
@@ -213,7 +239,7 @@ def test_short_hello_is_a_person_on_timing_when_the_transcript_is_late() -> None
 
 def test_provisional_person_is_confirmed_after_the_window_with_the_first_decision_time() -> None:
     call = hello()
-    window = AmdConfig().human_confirm_window
+    window = SCRIPTED.human_confirm_window
     call.run_until(1.5 + window - 0.01)
     assert call.completions == []
     call.run_until(1.5 + window + 0.01)
@@ -275,7 +301,7 @@ def test_a_reply_after_the_agent_finished_without_voicemail_evidence_confirms_th
 
 def test_confirm_window_ending_while_the_agent_talks_waits_for_the_agent_to_finish() -> None:
     call = hello()
-    cfg = AmdConfig()
+    cfg = SCRIPTED
     call.agent_starts(1.8)
     call.run_until(10.0)  # the window ended at 7.5, mid-sentence
     assert call.completions == []
@@ -488,7 +514,7 @@ def test_annotations_are_stripped_from_a_real_turn() -> None:
 
 
 def test_hard_timeout_makes_the_stage_final_and_new_turns_do_not_extend_it() -> None:
-    call = Timeline(AmdConfig(hard_timeout=20.0, no_speech_timeout=10.0))
+    call = Timeline(AmdConfig(human_silence=0.5, hard_timeout=20.0, no_speech_timeout=10.0))
     call.answered(0.0)
     call.say(0.5, 4.0, "For billing, press 2. For appointments, press 3.")
     call.say(12.0, 16.0, "For billing, press 2. For appointments, press 3.")

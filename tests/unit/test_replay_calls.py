@@ -76,8 +76,9 @@ def test_outbound_agent_answers_the_first_words_after_the_endpointing_delay() ->
     assert first_callee.role == "callee" and first_callee.text == "Hello?"
     assert first_agent.role == "agent"
     assert "Acme Dental" in first_agent.text
-    # min_endpointing_delay is 0.5 s; the scripted LLM and estimate TTS take no replay time
-    assert first_agent.start == pytest.approx(first_callee.end + 0.5, abs=0.1)
+    # AMD's "Hello?" rule decides after human_silence (0.3 s) and the controller opens at
+    # once; the scripted LLM and estimate TTS take no replay time
+    assert first_agent.start == pytest.approx(first_callee.end + 0.3, abs=0.1)
     assert res.agent_first_audio_at == first_agent.start
     roles = [t.role for t in res.turns]
     assert roles.count("agent") >= 3 and roles.count("callee") >= 3
