@@ -51,16 +51,17 @@ from agent.models.registry import ModelConfigError, UnknownModelError
 from agent.replay.loader import RecordedCallError, load_paths
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
 from agent.telephony.sim.recorded_call import RecordedCall
-from agent.telephony.sim.voices import Voice, VoiceError, check_installed, parse_voice
+from agent.telephony.sim.voices import (
+    SUITE_VOICES,
+    Voice,
+    VoiceError,
+    check_installed,
+    parse_voice,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PATHS = [ROOT / "tests" / "calls" / "amd", ROOT / "tests" / "calls" / "amd-voices"]
-#: Piper and three espeak-ng voices: American (medium speed), Caribbean (slow),
-#: British RP (female, fast); pitch and speed vary per call inside each range.
-DEFAULT_VOICES = (
-    "piper,espeak:en-us+m3:speed=160-200,espeak:en-029+m2:speed=130-160,"
-    "espeak:en-gb-x-rp+f4:speed=175-205"
-)
+DEFAULT_VOICES = ",".join(SUITE_VOICES)
 CATEGORIES = [
     "human",
     "machine-screening",
@@ -88,11 +89,13 @@ class Row:
     stages: list[str]
     decided_at: float | None
     human_delay: float | None
+    voice_delay: float | None
     beep_ends: list[float]
     message: tuple[float, float] | None
     tones: list[tuple[float, float]]
     wall: float
     talk_after_human: float | None
+    heard: list[str]
 
 
 def command_line() -> str:
@@ -126,11 +129,13 @@ def _row(call: RecordedCall, r: ReplayedCall) -> Row:
         stages=list(amd.stages) if amd is not None else [],
         decided_at=amd.decided_at if amd is not None else None,
         human_delay=r.amd_delay if expected == "human" else None,
+        voice_delay=r.amd_delay_from_voice if expected == "human" else None,
         beep_ends=beep_ends,
         message=r.voicemail_message,
         tones=tones,
         wall=r.wall_seconds,
         talk_after_human=r.talk_after_human,
+        heard=[t.text for t in res.turns if t.role == "callee"],
     )
 
 
@@ -161,7 +166,11 @@ def summary(results: dict[str, list[Row]]) -> None:
     print()
     print("final category accuracy per run and expected category (right/calls):")
     cats = [c for c in CATEGORIES if any(r.expected == c for rs in results.values() for r in rs)]
-    print(f"  {'run':<48}" + "".join(f"{SHORT[c]:>9}" for c in cats) + f"{'all':>14}{'p50':>7}")
+    print(
+        f"  {'run':<48}"
+        + "".join(f"{SHORT[c]:>9}" for c in cats)
+        + f"{'all':>17}{'p50':>7}{'p50v':>7}"
+    )
     for run, rows in results.items():
         cells = []
         for c in cats:
@@ -175,9 +184,26 @@ def summary(results: dict[str, list[Row]]) -> None:
             if r.human_delay is not None and r.got == "human" and r.stages_expected == ["human"]
         ]
         p50 = f"{np.percentile(direct, 50):.2f}" if direct else "-"
+        from_voice = [
+            r.voice_delay for r in _answered_directly(judged) if r.voice_delay is not None
+        ]
+        p50v = f"{np.percentile(from_voice, 50):.2f}" if from_voice else "-"
         share = f"{right}/{len(judged)} {100 * right / max(1, len(judged)):.1f}%"
-        print(f"  {run:<48}" + "".join(f"{x:>9}" for x in cells) + f"{share:>14}{p50:>7}")
-    print("  (p50: seconds from the end of a person's first utterance to the decision)")
+        print(f"  {run:<48}" + "".join(f"{x:>9}" for x in cells) + f"{share:>17}{p50:>7}{p50v:>7}")
+    print(
+        "  (p50: seconds from the end of the line of a person who answered the call to the"
+        " decision;\n   p50v: the same from the end of the voice in that line, without the"
+        " quiet the synthesiser appended)"
+    )
+
+
+def _answered_directly(rows: list[Row]) -> list[Row]:
+    """Person calls decided human where the person answered the call (no machine first)."""
+    return [
+        r
+        for r in rows
+        if r.human_delay is not None and r.got == "human" and r.stages_expected == ["human"]
+    ]
 
 
 def report(rows: list[Row], mode: str) -> None:
@@ -198,6 +224,7 @@ def report(rows: list[Row], mode: str) -> None:
     for r in judged:
         if r.got != r.expected:
             print(f"  miss: {r.name}: expected {r.expected}, got {r.got} (stages {r.stages})")
+            print(f"    heard: {' | '.join(repr(text) for text in r.heard) or '(no words)'}")
         elif r.stages_expected is not None and r.stages != r.stages_expected:
             print(f"  stage miss: {r.name}: expected {r.stages_expected}, got {r.stages}")
     print()
@@ -219,6 +246,8 @@ def report(rows: list[Row], mode: str) -> None:
     print("decision latency, humans, from the end of the person's utterance it followed (s):")
     print(f"  every human call:            {pct(humans)}")
     print(f"  the person answered the call: {pct(direct)}")
+    from_voice = [r.voice_delay for r in _answered_directly(judged) if r.voice_delay is not None]
+    print(f"  the same, from the end of the voice: {pct(from_voice)}")
     talk = [r.talk_after_human for r in judged if r.talk_after_human is not None]
     print(f"agent audio after the person verdict (s, on the run's clock): {pct(talk)}")
     decided = [r.decided_at for r in judged if r.decided_at is not None]

@@ -106,6 +106,9 @@ class ReplayedCall:
     messages: list[object] = field(default_factory=list)
     #: agent turns whose first audio started inside a callee utterance (agent/replay/manners.py)
     cut_ins: int = 0
+    #: as ``amd_delay``, from the end of the voice in that line rather than the end of
+    #: its audio, which may end in quiet (espeak-ng appends up to 0.4 s)
+    amd_delay_from_voice: float | None = None
 
 
 class Replayer:
@@ -266,6 +269,7 @@ class Replayer:
             _talk_after_human(observer.messages),
             list(observer.messages),
             cut_ins=count_cut_ins(sim.played, call.callee, observer.messages),
+            amd_delay_from_voice=_amd_delay_from_voice(sim, observed),
         )
 
     async def replay_all(
@@ -304,6 +308,15 @@ def _amd_delay(sim: CallSimulator, observed: CallResult) -> float | None:
     if not ends:
         return None
     return decided - ends[-1]
+
+
+def _amd_delay_from_voice(sim: CallSimulator, observed: CallResult) -> float | None:
+    """Seconds from the end of the voice that AMD's decision followed, to the decision."""
+    if observed.amd is None or observed.amd.decided_at is None or sim.answered_at is None:
+        return None
+    decided = observed.amd.decided_at + sim.answered_at
+    ends = [end for end in sim.voice_ends if end <= decided]
+    return decided - ends[-1] if ends else None
 
 
 def _relative_played(sim: CallSimulator) -> list[tuple[str, float, float]]:

@@ -69,6 +69,8 @@ class PreparedSegment:
     dtmf: str | None = None
     audio: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     seconds: float = 0.0
+    #: seconds of quiet at the end of the audio (synthesisers append up to ~0.4 s)
+    quiet_tail: float = 0.0
 
 
 @dataclass
@@ -144,6 +146,9 @@ class CallSimulator:
         #: (payload, start, end) in loop time for every segment played: ground truth
         #: for measuring how fast the agent answers
         self.played: list[tuple[str, float, float]] = []
+        #: when the voice of each speech segment played (say, audio) ended, in loop
+        #: time: its end less the quiet its audio ends with
+        self.voice_ends: list[float] = []
         self._dtmf_handler: Callable[[str], None] | None = None
         self._hangup_handler: Callable[[], None] | None = None
         self._observed = _Observed()
@@ -201,6 +206,8 @@ class CallSimulator:
             p.audio = audio.astype(np.float32, copy=False)
             if p.payload != "say":
                 p.seconds = len(p.audio) / sr
+            if p.payload in ("say", "audio"):
+                p.quiet_tail = min(p.seconds, _quiet_tail(p.audio, sr))
         return p
 
     # -- transport ---------------------------------------------------------
@@ -276,6 +283,8 @@ class CallSimulator:
             await self._play(seg)
             prev_end = loop.time()
             self.played.append((seg.payload, started, prev_end))
+            if seg.payload in ("say", "audio"):
+                self.voice_ends.append(max(started, prev_end - seg.quiet_tail))
 
     async def _play(self, seg: PreparedSegment) -> None:
         if seg.payload == "dtmf" and self._dtmf_handler is not None and seg.dtmf:
@@ -393,6 +402,20 @@ class CallSimulator:
             sub.cancel()
         self.audio_input.close()
         await self.audio_output.aclose()
+
+
+def _quiet_tail(audio: np.ndarray, sample_rate: int) -> float:
+    """Seconds at the end of ``audio`` quieter than 40 dB below its loudest 20 ms."""
+    hop = max(1, int(sample_rate * 0.02))
+    n = len(audio) // hop
+    if n == 0:
+        return 0.0
+    frames = audio[: n * hop].reshape(n, hop).astype(np.float64)
+    rms = np.sqrt(np.mean(frames * frames, axis=1))
+    loud = np.nonzero(rms >= 0.01 * float(rms.max()))[0]
+    if loud.size == 0:
+        return 0.0
+    return (len(audio) - (int(loud[-1]) + 1) * hop) / sample_rate
 
 
 async def _sleep_until(when: float) -> None:
