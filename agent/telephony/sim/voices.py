@@ -40,6 +40,7 @@ from agent.telephony.sim.speech_cache import SpeechCache
 
 __all__ = [
     "DEFAULT_VOICE",
+    "SUITE_VOICES",
     "ResolvedVoice",
     "Voice",
     "VoiceError",
@@ -51,6 +52,15 @@ __all__ = [
 ]
 
 DEFAULT_VOICE = "piper"
+#: The voices the AMD suites are replayed in (bench/amd.py --voices, the CI audio
+#: test): Piper and three espeak-ng voices, American (medium speed), Caribbean
+#: (slow), British RP (female, fast); pitch and speed vary per call in each range.
+SUITE_VOICES = (
+    "piper",
+    "espeak:en-us+m3:speed=160-200",
+    "espeak:en-029+m2:speed=130-160",
+    "espeak:en-gb-x-rp+f4:speed=175-205",
+)
 _SPEED = (150, 190)
 _PITCH = (30, 70)
 _SPEED_LIMITS = (80, 450)
