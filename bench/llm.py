@@ -12,6 +12,16 @@ Variants:
 - ``derived-pool``: the same, each request started from whichever thread of a
   pool is free (how decodes ran before each context got its own thread).
 
+With ``--contention`` it instead plays the conversations through the runtime's own
+engine (``LlamaLLM``, as a call does) in ``--processes`` processes at once, as
+concurrent calls in LiveKit's process-per-job workers do, and prints per setting the
+mean prompt tokens per second, ms per generated token and wall seconds of one process:
+
+- ``before``: GNU OpenMP's default spin (``GOMP_SPINCOUNT=300000``), 2 threads a token.
+- ``short spin``: the runtime's ``GOMP_SPINCOUNT`` (``agent.models.threads``), 2 threads.
+- ``now``: the short spin and each token's threads chosen by measured token time.
+- ``now, alone``: the same in one process (the machine otherwise idle).
+
 With ``--kl`` it also prints the mean KL divergence (nats) of the next-token
 distributions of the derived and Q4_0 copies from the packaged file's, over
 every prompt position. Prints figures; asserts nothing; exits 0.
@@ -19,13 +29,18 @@ every prompt position. Prints figures; asserts nothing; exits 0.
 Usage::
 
     .venv/bin/python bench/llm.py [--variants packaged,derived,derived-pool] [--repeat N] [--kl]
+    .venv/bin/python bench/llm.py --contention [--processes N]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ctypes
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -135,6 +150,76 @@ def run_variant(
     return totals
 
 
+async def _engine_conversations(fixed_threads: bool) -> dict[str, float]:
+    """Play every conversation through the runtime's engine, one call each; totals."""
+    from livekit.agents import llm
+
+    from agent.models.llama_llm import LlamaLLM
+    from agent.models.threads import DecodeThreads
+
+    if fixed_threads:  # every token on the model's n_threads, as before the chooser
+        DecodeThreads.choose = lambda self: self.most  # type: ignore[method-assign]
+    engine = LlamaLLM()
+    await asyncio.get_running_loop().run_in_executor(None, engine.load)
+    instructions = AgentConfig().full_instructions()
+    totals = {"prompt_tokens": 0.0, "prompt_seconds": 0.0, "gen_tokens": 0.0, "gen_seconds": 0.0}
+    started = time.perf_counter()
+    for callee in CONVERSATIONS:
+        call = engine.for_call()
+        ctx = llm.ChatContext()
+        ctx.add_message(role="system", content=instructions)
+        for line in callee:
+            ctx.add_message(role="user", content=line)
+            asked = time.perf_counter()
+            first = 0.0
+            text = ""
+            count = 0
+            usage = None
+            async with call.chat(chat_ctx=ctx) as stream:
+                async for chunk in stream:
+                    if chunk.usage is not None:
+                        usage = chunk.usage
+                    if chunk.delta and chunk.delta.content:
+                        if not count:
+                            first = time.perf_counter() - asked
+                        count += 1
+                        text += chunk.delta.content
+            if usage is not None:
+                totals["prompt_tokens"] += usage.prompt_tokens - usage.prompt_cached_tokens
+            totals["prompt_seconds"] += first
+            totals["gen_tokens"] += max(0, count - 1)
+            totals["gen_seconds"] += time.perf_counter() - asked - first
+            ctx.add_message(role="assistant", content=text)
+        call.release()
+    totals["wall"] = time.perf_counter() - started
+    return totals
+
+
+def contention(processes: int) -> None:
+    """Print the ``--contention`` table (see the module docstring)."""
+    settings = [
+        ("before", {"GOMP_SPINCOUNT": "300000"}, True, processes),
+        ("short spin", {}, True, processes),
+        ("now", {}, False, processes),
+        ("now, alone", {}, False, 1),
+    ]
+    print(f"{processes} processes at once on {os.cpu_count()} cores; mean of one process")
+    print(f"{'setting':<12} {'prompt tok/s':>12} {'ms/gen tok':>10} {'wall s':>7}")
+    for name, env, fixed, count in settings:
+        environ = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT",)}
+        environ.update(env)
+        command = [sys.executable, __file__, "--worker"] + (["--fixed-threads"] if fixed else [])
+        workers = [
+            subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, text=True)
+            for _ in range(count)
+        ]
+        runs = [json.loads(w.communicate()[0].strip().splitlines()[-1]) for w in workers]
+        prompt = statistics.mean(r["prompt_tokens"] / r["prompt_seconds"] for r in runs)
+        gen = statistics.mean(r["gen_seconds"] / max(r["gen_tokens"], 1) * 1000 for r in runs)
+        wall = statistics.mean(r["wall"] for r in runs)
+        print(f"{name:<12} {prompt:>12.0f} {gen:>10.1f} {wall:>7.2f}")
+
+
 def kl_from_packaged(paths: dict[str, Path], instructions: str) -> dict[str, float]:
     """Mean KL(packaged || variant) of next-token distributions over every prompt position."""
     import numpy as np
@@ -188,7 +273,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="packaged,derived,derived-pool")
     parser.add_argument("--repeat", type=int, default=3, help="runs per variant (median)")
     parser.add_argument("--kl", action="store_true", help="also print the KL divergence")
+    parser.add_argument(
+        "--contention", action="store_true", help="the engine in several processes at once"
+    )
+    parser.add_argument("--processes", type=int, default=2, help="processes for --contention")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--fixed-threads", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.processes < 1:
+        print("error: --processes: expected at least 1", file=sys.stderr)
+        return 2
+    if args.worker:
+        print(json.dumps(asyncio.run(_engine_conversations(args.fixed_threads))))
+        return 0
+    if args.contention:
+        contention(args.processes)
+        return 0
     from llama_cpp import _logger as llama_logger
 
     llama_logger.set_verbose(False)

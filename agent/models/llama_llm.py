@@ -34,6 +34,7 @@ from livekit.agents.utils import is_given
 
 from agent.core.clock import is_virtual
 from agent.models.gguf_weights import runtime_gguf_path
+from agent.models.threads import DecodeThreads
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -106,6 +107,11 @@ class _Slots:
     models: list[_LoadedModel] = field(default_factory=list)
     owners: dict[int, int] = field(default_factory=dict)  # id(owner) -> slot index
     threads: dict[int, ThreadPoolExecutor] = field(default_factory=dict)  # slot index -> thread
+    #: threads per generated token, by measured token time (the load is the machine's)
+    decode: DecodeThreads = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.decode = DecodeThreads(self.options.n_threads)
 
     def get(self, owner: object | None) -> _LoadedModel:
         """The context of ``owner`` (a call), assigning one on first use; blocking."""
@@ -511,14 +517,20 @@ class LlamaStream(llm.LLMStream):
     ) -> llm.CompletionUsage:
         """Generate under the context's lock, emitting each piece of text.
 
-        With ``yield_after_first``, the tokens after the first complete sentence are
-        generated on one thread: that sentence is then being synthesised, and the
-        caller waits for its audio, not for the rest of the reply (on 2 cores a
-        2-thread generation made the first sentence's synthesis about twice as slow).
+        Each generated token runs on the thread count that has lately been faster on
+        this machine (:class:`agent.models.threads.DecodeThreads`): 2 threads when the
+        cores are free, 1 when other work shares them. With ``yield_after_first``, the
+        tokens after the first complete sentence are generated on one thread: that
+        sentence is then being synthesised, and the caller waits for its audio, not for
+        the rest of the reply (on 2 cores a 2-thread generation made the first
+        sentence's synthesis about twice as slow).
         """
-        loaded = load_llama_model(self._opts, self._owner)
+        slots = _slots(self._opts)
+        loaded = slots.get(self._owner)
+        decode = slots.decode
         completion = prompt = cached = 0
         threads = self._opts.n_threads
+        pinned = False  # one thread for the rest of the reply
         try:
             with loaded.lock:
                 if stop.is_set():
@@ -534,18 +546,30 @@ class LlamaStream(llm.LLMStream):
                 )
                 assert not isinstance(chunks, dict)
                 text = ""
+                asked: float | None = None  # when the token being timed was asked for
                 try:
                     for chunk in chunks:
                         if stop.is_set():
                             break
                         content = chunk["choices"][0]["delta"].get("content")
-                        if content:
-                            completion += 1
-                            emit(content)
-                            text += str(content)
-                            if yield_after_first and threads > 1 and complete_sentences(text):
+                        if not content:
+                            continue
+                        if asked is not None and not pinned:
+                            decode.record(threads, time.perf_counter() - asked)
+                        completion += 1
+                        emit(content)
+                        text += str(content)
+                        if pinned:
+                            pass
+                        elif yield_after_first and complete_sentences(text):
+                            pinned = True
+                            if threads != 1:
                                 threads = 1
                                 _set_threads(loaded.llama, 1)
+                        elif (choice := decode.choose()) != threads:
+                            threads = choice
+                            _set_threads(loaded.llama, choice)
+                        asked = time.perf_counter()
                 finally:
                     chunks.close()  # type: ignore[attr-defined]
                     _set_threads(loaded.llama, self._opts.n_threads)

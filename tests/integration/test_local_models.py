@@ -242,3 +242,34 @@ async def test_every_decode_of_a_context_runs_on_that_contexts_own_thread(
     a_threads = {seen[0], seen[1], seen[3]}
     assert len(a_threads) == 1 and seen[2] not in a_threads
     assert all(name.startswith("llama-") for name in seen)
+
+
+async def test_generated_tokens_run_on_the_thread_count_their_times_favour(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each token's threads come from the model's DecodeThreads, which learns from them."""
+    from agent.models import llama_llm
+    from agent.models.threads import DecodeThreads
+
+    model = build_llm("local/smollm2-135m")
+    assert isinstance(model, LlamaLLM)
+    slots = llama_llm._slots(model.options)
+    chooser = DecodeThreads(model.options.n_threads, probe_every=2)
+    monkeypatch.setattr(slots, "decode", chooser)
+    set_to: list[int] = []
+    set_threads = llama_llm._set_threads
+
+    def recording(llama: object, threads: int) -> None:
+        set_to.append(threads)
+        set_threads(llama, threads)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(llama_llm, "_set_threads", recording)
+    call = model.for_call()
+    try:
+        usage = await _usage(call, _short_chat())
+    finally:
+        call.release()
+    assert usage.completion_tokens > 3
+    measured = chooser.seconds_per_token()
+    assert set(measured) == {1, 2} and all(s > 0 for s in measured.values())
+    assert 1 in set_to and set_to[-1] == model.options.n_threads  # restored for the next call
