@@ -12,8 +12,16 @@ import re
 from dataclasses import dataclass
 
 from .phrases import NUMBER_WORDS, misheard_keys
+from .tolerance import SOUND_ALIKE, word_quality
 
-__all__ = ["MenuOption", "menu_options", "choose_option", "PERSON_GOAL", "SEND_GOAL"]
+__all__ = [
+    "MenuOption",
+    "menu_options",
+    "choose_option",
+    "repair_key_verbs",
+    "PERSON_GOAL",
+    "SEND_GOAL",
+]
 
 #: What "reach a person" looks like in menu options.
 PERSON_GOAL = (
@@ -31,6 +39,32 @@ _STOP = frozenset(
     "a an the to for of and or if you your are is be with on in about our we please press "
     "dial now at this that it any all other calling call".split()
 )
+
+
+_VERBS = ("press", "dial", "push", "select", "enter")
+#: a word right before a key (or glued to a digit) that may be a damaged key verb
+_BEFORE_KEY = re.compile(
+    r"\b([a-z]{3,})(?:\s+|(?=\d))(?=(?:\d|zero|oh|one|two|three|four|five|six|seven|eight|nine"
+    r"|pound|hash|star|to|too|for|won|tree|ate)\b)"
+)
+
+
+def repair_key_verbs(text: str) -> str:
+    """Lower-cased ``text`` with key verbs the recogniser damaged restored, only right
+    before a key: "Preth one" -> "press one", "pref1" -> "press 1" (amd/tolerance.py).
+
+    The phrase packs score such damage at a lower strength; the menu reader needs
+    the keys themselves, or the agent presses nothing.
+    """
+
+    def repair(m: re.Match[str]) -> str:
+        word = m.group(1)
+        if word in _VERBS:
+            return m.group(0)
+        verb = next((v for v in _VERBS if word_quality(word, v) >= SOUND_ALIKE), None)
+        return f"{verb} " if verb else m.group(0)
+
+    return _BEFORE_KEY.sub(repair, text.lower())
 
 
 @dataclass(frozen=True)
@@ -54,7 +88,7 @@ def menu_options(text: str) -> list[MenuOption]:
     first). Sentence punctuation, when present,
     bounds each description.
     """
-    low = misheard_keys(text)
+    low = misheard_keys(repair_key_verbs(text))
     hits = list(_PRESS.finditer(low))
     if not hits:
         return []

@@ -141,3 +141,30 @@ def test_menu_without_punctuation(text: str) -> None:
     assert list(options) == ["1", "2", "3"]
     assert choose_option(menu_options(text), "billing") == "2"
     assert choose_option(menu_options(text), "sales") == "1"
+
+
+@pytest.mark.parametrize(
+    ("text", "options"),
+    [
+        # whisper tiny.en on espeak-ng voices over 8 kHz lines
+        ("For English, Preth one! Para espanol, oprima dos.", [("1", "for english")]),
+        ("For billing, Pref2. For sales, prez 3.", [("2", "for billing"), ("3", "for sales")]),
+        ("To reach the pharmacy, preth to.", [("2", "to reach the pharmacy")]),
+    ],
+)
+def test_key_verbs_the_recogniser_damaged_still_give_keys(
+    text: str, options: list[tuple[str, str]]
+) -> None:
+    assert menu_options(text) == [MenuOption(d, desc) for d, desc in options]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Thanks, no less two hundred people called today.",  # "less" only sounds like it
+        "The fresh one is on the left.",
+        "Dress one size up.",
+    ],
+)
+def test_words_that_only_resemble_a_key_verb_give_no_options(text: str) -> None:
+    assert menu_options(text) == []
