@@ -194,7 +194,40 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
         cues.append(("machine-ivr", "language menu: a prompt in another language", foreign[0], 1.0))
     elif offered and len(named) >= 2:
         cues.append(("machine-ivr", "language menu: languages offered", offered[0], 1.0))
+    else:
+        # the recogniser often keeps one language of a two-language menu: a language
+        # named with what selecting it takes ("for English, please stay on the line",
+        # "to continue in English") is still a selection
+        chosen = [
+            i
+            for i in offered
+            if (i > 0 and tokens[i - 1] == "continue")
+            or next((t for t in tokens[i + 2 : i + 4] if t != "please"), "") in _SELECT
+        ]
+        if chosen:
+            cues.append(("machine-ivr", "language menu: a language to select", chosen[0], 1.0))
+    welcome = next(
+        (i for i in range(len(tokens)) for w in _WELCOME if _prompt_at(tokens, i, w)), None
+    )
+    if welcome is not None and any(
+        _prompt_at(tokens, i, w) for i in range(welcome, len(tokens)) for w in _TELL_WHY
+    ):
+        # a call screener never welcomes you to a business: a speech-driven menu does
+        cues.append(("machine-ivr", "menu prompt: a business asks why you call", welcome, 1.0))
     return cues
+
+
+#: What selecting a language in a menu takes, right after the language is named.
+_SELECT = frozenset({"stay", "remain", "hold", "press", "dial", "say", "oprima", "marque"})
+#: A business's welcome, and the imperative ask a speech menu follows it with.
+_WELCOME = tuple(
+    tuple(p.split())
+    for p in ("welcome to", "thank you for calling", "thanks for calling", "thank you for choosing")
+)
+_TELL_WHY = tuple(
+    tuple(p.split())
+    for p in ("tell me why", "tell us why", "tell me what you are calling", "briefly tell me")
+)
 
 
 #: How carrier announcements name the party that was called.

@@ -120,3 +120,32 @@ def test_a_damaged_reading_adds_nothing_where_the_words_match_as_said() -> None:
     v = classify_phrases(["They can't take the call."])
     assert v is not None and v.strength < 0.85
     assert [h.phrase for h in match("OK so now leave a message")] == ["leave a message"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # whisper tiny.en kept one language of a two-language menu (Piper voice, 8 kHz)
+        "Thank you for calling Pacific Help. to continue in English.",
+        "Pair a Danielle, Mark L. Doth, for English. Please stay on the line.",
+        "For Spanish, press 2.",
+        # a business welcome, then the screener-like ask of a speech menu
+        "Welcome to SkyCable, and a few words tell me why you're calling today.",
+        "Thanks for calling Northwind Travel. Briefly tell me what you need.",
+    ],
+)
+def test_what_the_recogniser_keeps_of_language_and_speech_menus_is_a_menu(text: str) -> None:
+    assert _verdict(text) == "machine-ivr"
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("I am calling for English class, please hold.", "wait"),
+        ("Hello? Yes, I speak English, please hold on.", "wait"),
+        ("Please state your name and tell me why you are calling.", "machine-screening"),
+        ("Thanks for calling Oakridge Pharmacy, this is Devon.", None),
+    ],
+)
+def test_a_language_or_a_welcome_alone_is_no_menu(text: str, category: str | None) -> None:
+    assert _verdict(text) == category
