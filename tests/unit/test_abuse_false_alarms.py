@@ -4,21 +4,37 @@ Insults aimed at someone who is not on the call ("my idiot brother") and profani
 used for emphasis ("you're fucking brilliant") are not abuse of the agent. The
 regression set is ``tests/data/abuse_ordinary.txt``; each sentence must score below
 every ``abusive`` threshold of the shipped agent configs, while the same words
-aimed at the agent still do not.
+aimed at the agent still do not. Both offline backends are held to it: the rules
+packs alone and ``learned`` (rules + classifier, issue 20).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from agent.app.config import load_config
+from guardrails.learned_model import LearnedDecisionModel
 from guardrails.rules import load_packs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "abuse_ordinary.txt"
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 PACK = load_packs()["abusive"]
+LEARNED = LearnedDecisionModel()
+
+
+def _rules(text: str) -> tuple[float, object]:
+    value, matched = PACK.score(text)
+    return value, matched
+
+
+def _learned(text: str) -> tuple[float, object]:
+    return LEARNED.score("abusive", text)
+
+
+BACKENDS = pytest.mark.parametrize("score", [_rules, _learned], ids=["rules", "learned"])
 
 
 def _sentences() -> list[str]:
@@ -46,10 +62,13 @@ def test_the_regression_set_has_fifty_different_sentences() -> None:
     assert len(set(sentences)) == 50
 
 
+@BACKENDS
 @pytest.mark.parametrize("text", _sentences())
-def test_an_ordinary_sentence_stays_below_every_abuse_threshold(text: str) -> None:
-    value, matched = PACK.score(text)
-    assert value < _lowest_abuse_threshold(), f"{value:.2f} {matched}"
+def test_an_ordinary_sentence_stays_below_every_abuse_threshold(
+    score: Callable[[str], tuple[float, object]], text: str
+) -> None:
+    value, detail = score(text)
+    assert value < _lowest_abuse_threshold(), f"{value:.2f} {detail}"
 
 
 @pytest.mark.parametrize(
@@ -65,7 +84,10 @@ def test_an_ordinary_sentence_stays_below_every_abuse_threshold(text: str) -> No
         ("you're fucking brilliant, thank you", "you're fucking useless"),
     ],
 )
-def test_the_same_words_aimed_at_the_agent_are_still_abuse(ordinary: str, abusive: str) -> None:
+@BACKENDS
+def test_the_same_words_aimed_at_the_agent_are_still_abuse(
+    score: Callable[[str], tuple[float, object]], ordinary: str, abusive: str
+) -> None:
     threshold = _lowest_abuse_threshold()
-    assert PACK.score(ordinary)[0] < threshold
-    assert PACK.score(abusive)[0] >= threshold
+    assert score(ordinary)[0] < threshold
+    assert score(abusive)[0] >= threshold
