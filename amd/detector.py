@@ -154,6 +154,8 @@ class _State:
     provisional_at: float | None = None
     provisional_turn: int | None = None
     agent_spoke_since_provisional: bool = False
+    #: when the agent first spoke after the provisional verdict
+    agent_spoke_at: float | None = None
     agent_speaking: bool = False
     speech_overlaps_agent: bool = False
     confirm_due: bool = False
@@ -313,6 +315,8 @@ class AmdDetector:
         self.s.agent_speaking = True
         if self.s.provisional_at is not None:
             self.s.agent_spoke_since_provisional = True
+            if self.s.agent_spoke_at is None:
+                self.s.agent_spoke_at = t
         return []
 
     def voicemail_left(self, t: float) -> list[Output]:
@@ -464,6 +468,14 @@ class AmdDetector:
             ),
         ]
 
+    def _said_before_agent(self, turn: _Turn) -> bool:
+        """Whether ``turn``'s speech began before the agent first spoke to the provisional
+        person (not before they talked at all)."""
+        spoke = self.s.agent_spoke_at
+        if spoke is None:
+            return not self.s.agent_spoke_since_provisional
+        return turn.start is not None and turn.start < spoke
+
     def _screener_announced_tone(self) -> bool:
         last = self.s.turns[-1].text if self.s.turns else ""
         words = normalise(last).split()
@@ -546,7 +558,7 @@ class AmdDetector:
         if s.provisional_at is not None:
             this_turn = s.turns[turn] if 0 <= turn < len(s.turns) else None
             menu_over_us = category == "machine-ivr" and (
-                this_turn is None or this_turn.overlapped or not s.agent_spoke_since_provisional
+                this_turn is None or this_turn.overlapped or self._said_before_agent(this_turn)
             )
             if (
                 category in ("machine-vm", "machine-unavailable") or menu_over_us
@@ -566,6 +578,9 @@ class AmdDetector:
                     and s.agent_spoke_since_provisional
                     and not this.overlapped
                     and turn != s.provisional_turn
+                    # words of speech that began before we spoke, transcribed late
+                    # (the recogniser hands one utterance over in pieces), answer nothing
+                    and not self._said_before_agent(this)
                 )
                 if answers_us and category != "wait":
                     return self._confirm(t, "the callee answered without voicemail evidence")
@@ -593,6 +608,7 @@ class AmdDetector:
             s.provisional_at = t
             s.provisional_turn = turn
             s.agent_spoke_since_provisional = False
+            s.agent_spoke_at = None
             s.decided_at = t
             out.append(
                 Predicted(

@@ -7,6 +7,7 @@ who reads options to us after we spoke is still the person.
 
 from __future__ import annotations
 
+from amd.config import AmdConfig
 from tests.unit.test_amd_detector import Timeline
 
 MENU = "For billing, press 1. For appointments, press 2. To speak to our staff, press 0."
@@ -55,3 +56,31 @@ def test_options_read_to_us_after_we_spoke_keep_the_person() -> None:
     assert not any(p.stage == "machine-ivr" for p in call.predictions)
     done = call.completed
     assert done.category == "human" and done.stages == ("human",)
+
+
+def test_the_rest_of_an_utterance_transcribed_after_we_spoke_is_not_an_answer() -> None:
+    """The recogniser hands one long utterance over in pieces: the first piece makes a
+    provisional person, the agent starts, and the menu in the second piece (speech that
+    began before we spoke) corrects the verdict instead of confirming it."""
+    call = Timeline(AmdConfig())
+    call.answered(0.0)
+    call.say(0.7, 5.7, "Hello, City Water.", final_at=6.0)
+    call.run_until(6.31)
+    assert call.detector.stage == "human" and call.detector.provisional
+    call.agent_starts(6.32)
+    call.transcript(6.35, "Please enter your account number, followed by the pound sign.")
+    assert call.detector.stage == "machine-ivr"
+    call.call_ended(20.0)
+    assert call.completed.stages == ("machine-ivr",)
+
+
+def test_a_person_who_answers_after_we_spoke_is_still_confirmed() -> None:
+    call = Timeline(AmdConfig())
+    call.answered(0.0)
+    call.say(0.5, 1.0, "Hello?")
+    call.run_until(1.4)
+    call.agent(1.4, 4.0, "Hi, this is Sam from Acme Dental.")
+    call.say(4.6, 5.4, "Oh, hi. Go ahead.")
+    call.run_until(6.5)
+    assert call.completed.category == "human"
+    assert call.completed.stages == ("human",)
