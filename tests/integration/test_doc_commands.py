@@ -71,6 +71,13 @@ HOW: dict[str, Run | Parse | Skip | Synopsis] = {
     "make check": Skip("lint, types and the whole suite; test_make_targets_exist"),
     "make test-fast": Skip("the unit suite; test_make_targets_exist"),
     "make bench": Skip("benchmarks (minutes); test_make_targets_exist"),
+    "nice -n 19 .venv/bin/python bench/amd.py --mode audio --config bench/amd-agent.yaml": Skip(
+        "the AMD suites in four voices in audio: an hour"
+    ),
+    "nice -n 19 .venv/bin/python bench/amd.py --mode audio --config bench/amd-agent.yaml "
+    "--voices espeak:en-029+m2:speed=130-160 tests/calls/amd-voices": Skip(
+        "46 calls in audio: minutes"
+    ),
     ".venv/bin/python -m agent replay tests/calls --text-only --json --speed max": Run(
         local_llm=True
     ),
