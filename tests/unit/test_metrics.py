@@ -96,15 +96,15 @@ def test_answered_human_call_counts_disposition_amd_and_response_times(
     _play(replayed["human-hello-plain"], metrics)
     assert _value(metrics, "callrt_calls_total", disposition="completed") == 1.0
     assert _value(metrics, "callrt_amd_decisions_total", category="human") == 1.0
-    # AMD decided 0.5 s after "Hello?" ended and the greeting answered it then; the
-    # agent answered the two later callee lines 0.9 s after each ended (the
-    # endpointing delay of configs/default.yaml)
+    # AMD decided 0.3 s after "Hello?" ended (amd.human_silence) and the greeting
+    # answered it then; the agent answered the two later callee lines 0.9 s after
+    # each ended (the endpointing delay of configs/default.yaml)
     assert _value(metrics, "callrt_amd_decision_seconds_count") == 1.0
-    assert _value(metrics, "callrt_amd_decision_seconds_sum") == pytest.approx(0.5, abs=0.01)
+    assert _value(metrics, "callrt_amd_decision_seconds_sum") == pytest.approx(0.3, abs=0.01)
     assert _value(metrics, "callrt_response_seconds_count") == 3.0
-    assert _value(metrics, "callrt_response_seconds_sum") == pytest.approx(2.3, abs=0.01)
-    assert _value(metrics, "callrt_response_seconds_bucket", le="0.4") == 0.0
-    assert _value(metrics, "callrt_response_seconds_bucket", le="0.75") == 1.0
+    assert _value(metrics, "callrt_response_seconds_sum") == pytest.approx(2.1, abs=0.01)
+    assert _value(metrics, "callrt_response_seconds_bucket", le="0.2") == 0.0
+    assert _value(metrics, "callrt_response_seconds_bucket", le="0.4") == 1.0
     assert _value(metrics, "callrt_active_calls") == 0.0
 
 

@@ -75,10 +75,11 @@ max_seconds: 30
     agent = [t for t in res.turns if t.role == "agent"]
     assert [t.text for t in callee] == ["Hello?"]
     assert agent and agent[0].interrupted is False
-    # decided on timing 0.5 s after "Hello?" ended, and the opening started right away
+    # decided on timing 0.3 s (amd.human_silence) after "Hello?" ended, and the
+    # opening started right away
     assert res.amd is not None and res.amd.category == "human"
     hello_end = 0.5 + 0.065 * len("Hello?")
-    assert agent[0].start == pytest.approx(hello_end + 0.5, abs=0.15)
+    assert agent[0].start == pytest.approx(hello_end + 0.3, abs=0.15)
 
 
 def test_a_reply_ready_while_the_callee_talks_on_waits_and_is_dropped(
