@@ -252,6 +252,7 @@ async def run_call(
                     min_endpointing_delay=config.turn.min_endpointing_delay,
                     max_endpointing_delay=config.turn.max_endpointing_delay,
                     min_interruption_duration=config.turn.min_interruption_duration,
+                    quiet_before_reply=_quiet_before_reply(models.turn_detection, config),
                     tools=[
                         controls.policy.wrap(t) for t in load_tools(config.tools, source="tools")
                     ],
@@ -314,6 +315,26 @@ def _turn_detection(mode: str, config: AgentConfig) -> Any:
     if mode == "vad" and config.turn.end_of_turn == "lexical":
         return LexicalTurnDetector()
     return mode
+
+
+def _quiet_before_reply(mode: str, config: AgentConfig) -> float:
+    """Callee silence after the VAD's end of speech before a reply may start (audio only).
+
+    The pause the session waits for before it ends a finished-sounding turn
+    (``min_endpointing_delay`` from the last speech, of which the VAD's
+    ``vad_min_silence`` has passed when it reports the end): a reply prepared before
+    the turn ended, such as an opening started on AMD's verdict, waits for the same,
+    less :data:`QUIET_SLACK` (the session hears the VAD's events a little after the
+    endpointing does, and a reply to a committed turn must not wait for that).
+    """
+    if mode != "vad":
+        return 0.0
+    wait = config.turn.min_endpointing_delay - config.turn.vad_min_silence - QUIET_SLACK
+    return max(0.0, wait)
+
+
+#: seconds taken off the callee silence a reply waits for (see _quiet_before_reply)
+QUIET_SLACK = 0.05
 
 
 def _guardrail_actor(

@@ -83,6 +83,10 @@ class SessionOptions:
     min_endpointing_delay: float = 0.9
     max_endpointing_delay: float = 1.5
     min_interruption_duration: float = 0.5
+    #: seconds of callee silence, counted from the VAD's end of speech, that a reply's
+    #: first audio waits for (a reply prepared early, such as an opening started on
+    #: AMD's verdict, does not start in a pause the session would not end a turn in)
+    quiet_before_reply: float = 0.0
     tools: list[Any] = field(default_factory=list)
     #: start the LLM and TTS on the final transcript, before the turn is committed (the
     #: reply is kept only if the committed turn matches; not with "stt" turn detection)
@@ -141,6 +145,8 @@ class SessionActor(Actor):
         #: preemptive replies not kept (yet): their messages wait in the agent
         self._unkept: set[str] = set()
         self.latency: LatencyRecorder | None = None
+        #: when the VAD last heard the callee stop (None while speaking, or before)
+        self._quiet_since: float | None = None
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -225,6 +231,8 @@ class SessionActor(Actor):
             preemptive=o.preemptive_generation and o.turn_detection != "stt",
             reply_ready=self._reply_ready,
             pending=self._unkept.__contains__,
+            quiet_for=self._callee_quiet_for,
+            quiet_before_reply=o.quiet_before_reply,
         )
         if self.controls is not None:
             self.controls.interrupt = self._interrupt_for
@@ -297,10 +305,17 @@ class SessionActor(Actor):
 
     def _on_user_state(self, ev: UserStateChangedEvent) -> None:
         if ev.new_state == "speaking":
+            self._quiet_since = None
             self._unprotect()  # new speech may interrupt any reply again
             self._publish(UserSpeechStarted(call_id=self.call_id, at=self._now()))
         elif ev.old_state == "speaking":
+            self._quiet_since = self._now()
             self._publish(UserSpeechStopped(call_id=self.call_id, at=self._now()))
+
+    def _callee_quiet_for(self) -> float | None:
+        """Seconds since the VAD heard the callee stop; None while speaking or before."""
+        since = self._quiet_since
+        return None if since is None else self._now() - since
 
     def _on_agent_state(self, ev: AgentStateChangedEvent) -> None:
         if ev.new_state == "speaking" and self.session is not None:
@@ -695,6 +710,7 @@ class SessionActor(Actor):
                 if msg.opening and self.agent is not None:
                     # no await since generate_reply: its request has not started yet
                     self.agent.opening_runs.add(reply.id)
+                    self.agent.openings.add(reply.id)
                 if protect:
                     self._protect(reply)
                 return reply.id

@@ -130,6 +130,8 @@ class CallAgent(Agent):
         preemptive: bool = False,
         reply_ready: Callable[[str], None] | None = None,
         pending: Callable[[str], bool] | None = None,
+        quiet_for: Callable[[], float | None] | None = None,
+        quiet_before_reply: float = 0.0,
     ) -> None:
         # preemptive generation (LLM and TTS start on the final transcript, before the
         # turn is committed) is switched on only while the reply gate allows automatic
@@ -146,6 +148,12 @@ class CallAgent(Agent):
         # call (its sentences, its control markers) waits, and is dropped if it is not kept
         self._pending = pending or (lambda run_id: False)
         self._held: dict[str, list[Any]] = {}
+        # seconds since the callee's speech last ended (None: speaking, or never spoke),
+        # and how long of that a reply's first audio waits for
+        self._quiet_for = quiet_for or (lambda: None)
+        self._quiet_before_reply = quiet_before_reply
+        #: runs that opened the call (kept for the call; ``opening_runs`` empties)
+        self.openings: set[str] = set()
         self._warm_transfer = warm_transfer
         self._controls = controls
         self._no_reply = no_reply or (lambda turn_id: None)
@@ -410,22 +418,48 @@ class CallAgent(Agent):
             await upstream.aclose()  # type: ignore[attr-defined]
 
     async def _wait_for_callee_pause(self) -> None:
-        """Hold a reply's first audio while the callee is speaking.
+        """Hold a reply's first audio while the callee is speaking or has only just paused.
 
         A reply prepared in a pause (preemptive, or an opening started on AMD's
-        verdict) must not start over a callee who went on talking: it waits here.
-        If the callee talks on past ``min_interruption_duration``, livekit interrupts
-        the reply and nothing of it is heard; a short sound (a cough, an "uh") lets
-        it play once the VAD hears silence. Replies that cannot be interrupted (a
-        voicemail message) are not held, and no hold lasts past
-        :data:`MAX_FIRST_AUDIO_HOLD`.
+        verdict) must not start over a callee who went on talking, nor in a pause
+        shorter than the one the session waits for before it ends a turn (a caller
+        who says "Hello? Yeah," and goes on after half a second): it waits here until
+        the callee has been quiet for ``quiet_before_reply`` seconds after the VAD's
+        end of speech. A reply to a committed turn has waited that long already. If
+        the callee talks on past ``min_interruption_duration``, livekit interrupts the
+        reply and nothing of it is heard; a short sound (a cough, an "uh") lets it
+        play once the VAD hears silence. Replies that cannot be interrupted (a
+        voicemail message) are not held, except the call's opening, and no hold lasts
+        past :data:`MAX_FIRST_AUDIO_HOLD`.
         """
         session = self._session_or_none()
-        if session is None or session.user_state != "speaking":
+        if session is None:
             return
         handle = _reply_handle()
-        if handle is not None and not handle.allow_interruptions:
+        if (
+            handle is not None
+            and not handle.allow_interruptions
+            and str(handle.id) not in self.openings
+        ):
             return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + MAX_FIRST_AUDIO_HOLD
+        while (left := deadline - loop.time()) > 0:
+            if session.user_state == "speaking":
+                if handle is not None and not handle.allow_interruptions:
+                    return  # a protected opening is not held over speech: livekit's rule
+                await self._until_quiet(session, left)
+                continue
+            quiet = self._quiet_for()
+            # a millisecond's tolerance: a shorter sleep may not move a clock that
+            # reads tens of seconds (float spacing), and the hold would spin
+            if quiet is None or quiet >= self._quiet_before_reply - _HOLD_TOLERANCE:
+                return
+            await asyncio.sleep(min(self._quiet_before_reply - quiet, left))
+
+    @staticmethod
+    async def _until_quiet(session: Any, within: float) -> None:
+        """Wait until the VAD hears the callee stop (at most ``within`` seconds)."""
         quiet = asyncio.Event()
 
         def changed(ev: Any) -> None:
@@ -434,7 +468,7 @@ class CallAgent(Agent):
 
         session.on("user_state_changed", changed)
         try:
-            await asyncio.wait_for(quiet.wait(), MAX_FIRST_AUDIO_HOLD)
+            await asyncio.wait_for(quiet.wait(), within)
         except TimeoutError:
             pass
         finally:
@@ -559,6 +593,8 @@ class CallAgent(Agent):
 #: interrupts a held reply long before, once the callee has talked on for
 #: ``min_interruption_duration``
 MAX_FIRST_AUDIO_HOLD = 3.0
+#: seconds of callee silence a held reply may start short of (see _wait_for_callee_pause)
+_HOLD_TOLERANCE = 1e-3
 
 
 def _tool_name(tool: Any) -> str | None:
