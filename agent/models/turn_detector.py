@@ -7,7 +7,8 @@ so far ends the callee's turn; below :meth:`unlikely_threshold` it waits up to
 
 The judgement is lexical and language-specific (English): an utterance that stops on a
 word that cannot end a sentence ("to", "the", "and", "my", "um") or on a trailing
-comma, dash or ellipsis was interrupted by a pause, not finished. So a caller who says
+comma, dash or ellipsis, or on a verb still missing its object ("Do I need to
+bring"), was interrupted by a pause, not finished. So a caller who says
 "I'd like to move it to ... Thursday" is not answered in the gap, while a finished
 sentence is answered as soon as the short delay allows. It needs no model weights and
 answers in microseconds.
@@ -37,6 +38,13 @@ _DANGLING = frozenset(
     um uh er erm uhm hmm mm ah
     """.split()
 )
+#: verbs that cannot end a clause without their object: "Do I need to bring" stopped
+#: before it (the recogniser often adds the question mark), unless a question word
+#: asked for that object ("What do I need to bring?", "Where do I send?"). Verbs that
+#: often end a clause on their own ("want", "need", "pay", "take") are left out.
+_NEEDS_OBJECT = frozenset("bring give put send".split())
+_QUESTION_WORDS = frozenset("what which who whom whose where how why when whatever".split())
+_SENTENCE_END = re.compile(r"[.!?]+\s+")
 #: a pause mark at the very end of the transcript
 _TRAILING_PAUSE = re.compile(r"(,|;|:|-|–|—|\.\.\.|…)\s*$")
 _WORD = re.compile(r"[a-z']+")
@@ -56,7 +64,13 @@ def end_of_turn_probability(text: str) -> float:
     words = _WORD.findall(stripped.lower())
     if not words:
         return FINISHED
-    return UNFINISHED if words[-1] in _DANGLING else FINISHED
+    if words[-1] in _DANGLING:
+        return UNFINISHED
+    if words[-1] in _NEEDS_OBJECT:
+        sentence = _WORD.findall(_SENTENCE_END.split(stripped.lower())[-1])
+        if not _QUESTION_WORDS.intersection(sentence):
+            return UNFINISHED
+    return FINISHED
 
 
 class LexicalTurnDetector:

@@ -25,6 +25,9 @@ from agent.models.turn_detector import (
         "It's for my daughter,",
         "Well —",
         "I think that's",
+        "Do I need to bring?",
+        "Okay. Can you send",
+        "Where do I send it? And could you give",
         "ok so i'm",
     ],
 )
@@ -43,6 +46,10 @@ def test_words_that_stop_mid_sentence_are_unfinished(text: str) -> None:
         "Can you call me back on Thursday?",
         "Sure, that works for me",
         "My number is",  # ambiguous: a number may follow, but so may nothing
+        "What do I need to bring?",
+        "Where should I send?",
+        "Okay. Which one do you want me to bring?",
+        "Sure, if you want.",
         "",
     ],
 )
