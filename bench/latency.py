@@ -9,9 +9,14 @@ show); this prints p50/p95 per stage and of the total, the prompt tokens the LLM
 reused, and the cut-ins (agent audio starting before the callee's utterance ended).
 It asserts nothing and exits 0 (2 on bad arguments or input).
 
+With ``--virtual-clock`` the same calls run on the virtual clock, where models take no
+time: the stage figures then leave model time out, but the cut-ins are those of a
+machine whose models answer at once. Manners must hold there too: a slow model must
+not be what keeps the agent from talking over a callee who paused.
+
 Usage::
 
-    .venv/bin/python bench/latency.py [PATH...] [--text-only] [--config FILE]
+    .venv/bin/python bench/latency.py [PATH...] [--text-only] [--config FILE] [--virtual-clock]
 """
 
 from __future__ import annotations
@@ -158,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         "--text-only", action="store_true", help="deliver speech as transcripts (no STT/TTS)"
     )
     parser.add_argument("--config", type=Path, default=None, help="agent config YAML")
+    parser.add_argument(
+        "--virtual-clock",
+        action="store_true",
+        help="run on the virtual clock (models take no time: cut-ins of an instant machine)",
+    )
     args = parser.parse_args(argv)
 
     setup_logging(verbose=False, json_logs=False)
@@ -174,10 +184,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         mode = f"audio (line model, vad={m.vad}, stt={m.stt}, llm={m.llm}, tts={m.tts})"
     print(f"mode: {mode}")
-    print("clock: real (wall clock); calls run one after another in one process")
+    if args.virtual_clock:
+        print("clock: virtual (models take no time); calls run one after another in one process")
+    else:
+        print("clock: real (wall clock); calls run one after another in one process")
     print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
     try:
-        rows = clock.run(measure(calls, config, text_only=args.text_only), virtual=False)
+        rows = clock.run(
+            measure(calls, config, text_only=args.text_only), virtual=args.virtual_clock
+        )
     except (ConfigError, UnknownModelError, ModelConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
