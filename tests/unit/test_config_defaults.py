@@ -97,7 +97,7 @@ def test_a_mapping_merges_and_a_list_replaces(tmp_path: Path) -> None:
     assert config.models.llm == "openai/gpt-4.1-mini"
     assert config.models.stt == "local/whisper-tiny.en"  # the rest of models: kept
     assert config.guardrails.packs == ["/tmp/packs"]
-    assert config.guardrails.model == "rules" and config.guardrails.timeout == 1.0
+    assert config.guardrails.model == "learned" and config.guardrails.timeout == 1.0
 
 
 def test_checks_extend_the_defaults_by_name(tmp_path: Path) -> None:
