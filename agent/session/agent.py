@@ -418,29 +418,29 @@ class CallAgent(Agent):
             await upstream.aclose()  # type: ignore[attr-defined]
 
     async def _wait_for_callee_pause(self) -> None:
-        """Hold a reply's first audio while the callee is speaking or has only just paused.
+        """Hold a reply's first audio while the callee is speaking.
 
         A reply prepared in a pause (preemptive, or an opening started on AMD's
-        verdict) must not start over a callee who went on talking, nor in a pause
-        shorter than the one the session waits for before it ends a turn (a caller
-        who says "Hello? Yeah," and goes on after half a second): it waits here until
-        the callee has been quiet for ``quiet_before_reply`` seconds after the VAD's
-        end of speech. A reply to a committed turn has waited that long already. If
-        the callee talks on past ``min_interruption_duration``, livekit interrupts the
-        reply and nothing of it is heard; a short sound (a cough, an "uh") lets it
-        play once the VAD hears silence. Replies that cannot be interrupted (a
-        voicemail message) are not held, except the call's opening, and no hold lasts
-        past :data:`MAX_FIRST_AUDIO_HOLD`.
+        verdict) must not start over a callee who went on talking: it waits here.
+        If the callee talks on past ``min_interruption_duration``, livekit interrupts
+        the reply and nothing of it is heard; a short sound (a cough, an "uh") lets
+        it play once the VAD hears silence. Replies that cannot be interrupted (a
+        voicemail message) are not held, and no hold lasts past
+        :data:`MAX_FIRST_AUDIO_HOLD`.
+
+        The call's opening also waits until the callee has been quiet for
+        ``quiet_before_reply`` seconds after the VAD's end of speech, protected or
+        not. AMD decides on a short pause, and the opening must not start in a pause
+        shorter than the one the session waits for before it ends a turn (a callee
+        who says "Hello? Yeah," and goes on after half a second). Other replies
+        answer a turn the endpointing has already ended.
         """
         session = self._session_or_none()
         if session is None:
             return
         handle = _reply_handle()
-        if (
-            handle is not None
-            and not handle.allow_interruptions
-            and str(handle.id) not in self.openings
-        ):
+        opening = handle is not None and str(handle.id) in self.openings
+        if handle is not None and not handle.allow_interruptions and not opening:
             return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + MAX_FIRST_AUDIO_HOLD
@@ -449,7 +449,11 @@ class CallAgent(Agent):
                 if handle is not None and not handle.allow_interruptions:
                     return  # a protected opening is not held over speech: livekit's rule
                 await self._until_quiet(session, left)
+                if not opening:
+                    return
                 continue
+            if not opening:
+                return
             quiet = self._quiet_for()
             # a millisecond's tolerance: a shorter sleep may not move a clock that
             # reads tens of seconds (float spacing), and the hold would spin

@@ -1,4 +1,4 @@
-"""A reply's first audio waits for the callee to have paused as long as a turn needs.
+"""A reply's first audio waits while the callee speaks; the call's opening waits for a pause.
 
 ``CallAgent._wait_for_callee_pause`` on the virtual clock, with a stand-in for the
 session's VAD state (``user_state`` and its change events) and the session actor's
@@ -75,58 +75,80 @@ def _agent(vad: _Vad, wait: float = 0.5) -> CallAgent:
     return agent
 
 
-def _held_for(agent: CallAgent) -> float:
-    """Seconds (virtual) the hold took."""
-
-    async def main() -> float:
-        loop = asyncio.get_running_loop()
+async def _hold(agent: CallAgent, handle: _Handle | None) -> float:
+    """Seconds the hold of ``handle``'s first audio took (inside a running loop)."""
+    loop = asyncio.get_running_loop()
+    token = _SpeechHandleContextVar.set(handle)  # type: ignore[arg-type]
+    try:
         started = loop.time()
         await agent._wait_for_callee_pause()
         return loop.time() - started
+    finally:
+        _SpeechHandleContextVar.reset(token)
 
-    return clock.run(main(), virtual=True)
+
+def _opening(agent: CallAgent, *, protected: bool = False) -> _Handle:
+    handle = _Handle("speech_opening", allow_interruptions=not protected)
+    agent.openings.add(handle.id)
+    return handle
 
 
-def test_a_callee_who_never_spoke_does_not_hold_a_reply() -> None:
+def test_a_callee_who_never_spoke_does_not_hold_the_opening() -> None:
     vad = _Vad()
-    assert _held_for(_agent(vad)) == 0.0
+    agent = _agent(vad)
+    assert clock.run(_hold(agent, _opening(agent)), virtual=True) == 0.0
 
 
-def test_a_reply_ready_just_after_the_callee_stopped_waits_for_the_rest_of_the_pause() -> None:
+def test_an_opening_ready_just_after_the_callee_stopped_waits_for_the_rest_of_the_pause() -> None:
     vad = _Vad()
     agent = _agent(vad, wait=0.5)
 
     async def main() -> float:
-        loop = asyncio.get_running_loop()
-        vad.stopped_at = loop.time() - 0.2
-        started = loop.time()
-        await agent._wait_for_callee_pause()
-        return loop.time() - started
+        vad.stopped_at = asyncio.get_running_loop().time() - 0.2
+        return await _hold(agent, _opening(agent))
 
     assert clock.run(main(), virtual=True) == pytest.approx(0.3, abs=0.01)
 
 
-def test_a_reply_to_a_committed_turn_is_not_held() -> None:
+def test_a_reply_to_a_turn_is_not_held_in_a_pause() -> None:
+    """The endpointing ended that turn: its reply is not held for a pause as well."""
     vad = _Vad()
     agent = _agent(vad, wait=0.5)
 
     async def main() -> float:
-        loop = asyncio.get_running_loop()
-        vad.stopped_at = loop.time() - 0.6  # the endpointing wait is over
-        started = loop.time()
-        await agent._wait_for_callee_pause()
-        return loop.time() - started
+        vad.stopped_at = asyncio.get_running_loop().time() - 0.1
+        return await _hold(agent, _Handle("speech_reply", allow_interruptions=True))
 
     assert clock.run(main(), virtual=True) == 0.0
 
 
-def test_a_callee_who_goes_on_after_a_short_pause_holds_the_reply_until_they_pause_again() -> None:
+def test_a_reply_ready_while_the_callee_speaks_waits_for_them_to_stop() -> None:
     vad = _Vad()
     agent = _agent(vad, wait=0.5)
 
     async def main() -> float:
-        loop = asyncio.get_running_loop()
-        vad.stopped_at = loop.time()  # "Hello? Yeah," just ended
+        vad.speak()
+
+        async def callee() -> None:
+            await asyncio.sleep(0.4)
+            vad.stop()
+
+        task = asyncio.ensure_future(callee())
+        held = await _hold(agent, _Handle("speech_reply", allow_interruptions=True))
+        await task
+        return held
+
+    assert clock.run(main(), virtual=True) == pytest.approx(0.4, abs=0.01)
+
+
+def test_a_callee_who_goes_on_after_a_short_pause_holds_the_opening_until_they_pause_again() -> (
+    None
+):
+    vad = _Vad()
+    agent = _agent(vad, wait=0.5)
+
+    async def main() -> float:
+        vad.stopped_at = asyncio.get_running_loop().time()  # "Hello? Yeah," just ended
 
         async def callee() -> None:
             await asyncio.sleep(0.3)
@@ -135,10 +157,10 @@ def test_a_callee_who_goes_on_after_a_short_pause_holds_the_reply_until_they_pau
             vad.stop()
 
         task = asyncio.ensure_future(callee())
-        started = loop.time()
-        await agent._wait_for_callee_pause()
+        # new speech has made the opening interruptible (SessionActor._unprotect)
+        held = await _hold(agent, _opening(agent))
         await task
-        return loop.time() - started
+        return held
 
     # 0.3 s of pause, 1.0 s of speech, then the 0.5 s pause a turn needs
     assert clock.run(main(), virtual=True) == pytest.approx(1.8, abs=0.02)
@@ -149,37 +171,41 @@ def test_the_hold_is_bounded() -> None:
     agent = _agent(vad, wait=0.5)
 
     async def main() -> float:
-        loop = asyncio.get_running_loop()
         vad.speak()  # and never stops
-        started = loop.time()
-        await agent._wait_for_callee_pause()
-        return loop.time() - started
+        return await _hold(agent, _opening(agent))
 
     assert clock.run(main(), virtual=True) == pytest.approx(MAX_FIRST_AUDIO_HOLD, abs=0.01)
 
 
 @pytest.mark.parametrize(("opening", "held"), [(False, 0.0), (True, 0.4)])
-def test_a_reply_that_cannot_be_interrupted_is_held_only_if_it_opens_the_call(
+def test_a_reply_that_cannot_be_interrupted_waits_for_a_pause_only_if_it_opens_the_call(
     opening: bool, held: float
 ) -> None:
     vad = _Vad()
     agent = _agent(vad, wait=0.5)
-    handle = _Handle("speech_1", allow_interruptions=False)
-    if opening:
-        agent.openings.add(handle.id)
+    handle = (
+        _opening(agent, protected=True)
+        if opening
+        else _Handle("speech_voicemail", allow_interruptions=False)
+    )
 
     async def main() -> float:
-        loop = asyncio.get_running_loop()
-        vad.stopped_at = loop.time() - 0.1
-        token = _SpeechHandleContextVar.set(handle)  # type: ignore[arg-type]
-        try:
-            started = loop.time()
-            await agent._wait_for_callee_pause()
-            return loop.time() - started
-        finally:
-            _SpeechHandleContextVar.reset(token)
+        vad.stopped_at = asyncio.get_running_loop().time() - 0.1
+        return await _hold(agent, handle)
 
     assert clock.run(main(), virtual=True) == pytest.approx(held, abs=0.01)
+
+
+def test_a_protected_opening_is_not_held_over_speech() -> None:
+    """livekit's rule for a reply that cannot be interrupted: it plays."""
+    vad = _Vad()
+    agent = _agent(vad, wait=0.5)
+
+    async def main() -> float:
+        vad.speak()
+        return await _hold(agent, _opening(agent, protected=True))
+
+    assert clock.run(main(), virtual=True) == 0.0
 
 
 def test_the_wait_is_the_endpointing_pause_left_after_the_vads_end_of_speech() -> None:
@@ -211,10 +237,7 @@ def test_a_hold_ending_a_hair_short_of_the_pause_does_not_spin() -> None:
     agent._quiet_for = quiet_for
 
     async def main() -> float:
-        loop = asyncio.get_running_loop()
         await asyncio.sleep(38.47)
-        started = loop.time()
-        await agent._wait_for_callee_pause()
-        return loop.time() - started
+        return await _hold(agent, _opening(agent))
 
     assert clock.run(main(), virtual=True) == 0.0
