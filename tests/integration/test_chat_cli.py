@@ -205,7 +205,7 @@ def test_start_up_says_at_once_what_is_starting_then_that_the_models_loaded() ->
     (banner, loading, loaded, opening, *_) = shown.lines
     assert banner[0] == "err"
     assert banner[1].startswith("callrt chat: agent 'chat-cli-tests' (tests/data/chat/agent.yaml)")
-    models = f"llm script:{DATA / 'replies.yaml'}, guardrails rules"  # paths are resolved
+    models = f"llm script:{DATA / 'replies.yaml'}, guardrails learned"  # paths are resolved
     assert models in banner[1]
     assert "/help" in banner[1]
     assert loading == ("err", f"[loading models: {models} ...]")
@@ -325,4 +325,4 @@ def test_chat_with_the_default_local_model_answers_each_line() -> None:
     assert len(agent_lines) >= 2
     assert all(len(line) > len("agent: ") for line in agent_lines)
     assert "[call ended: completed, callee hung up]" in r.stderr
-    assert "[loading models: llm local/smollm2-135m, guardrails rules ...]" in r.stderr
+    assert "[loading models: llm local/smollm2-135m, guardrails learned ...]" in r.stderr
