@@ -195,10 +195,11 @@ class _ToneTracker:
         return all(any(abs(f - r) <= tol for r in run.refs) for f in peaks)
 
     def _step(self, hop: np.ndarray, centre: float) -> tuple[float, float, list[float]] | None:
-        spec = np.fft.rfft(self._buf * self._win)
         p = np.zeros(self.n // 2 + 1)
-        band = spec[self._lo : self._hi]
-        p[self._lo : self._hi] = band.real**2 + band.imag**2
+        # digital silence (a text-only replay's line, padding) has an all-zero spectrum
+        if self._buf.any():
+            band = np.fft.rfft(self._buf * self._win)[self._lo : self._hi]
+            p[self._lo : self._hi] = band.real**2 + band.imag**2
         pb = p[self._lo : self._hi]
         peaks = self._peaks(pb) if self._fill == self.n else None
         result = None

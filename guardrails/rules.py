@@ -90,6 +90,7 @@ from livekit.agents import llm
 from livekit.agents.types import APIConnectOptions
 
 from .normalize import correct_typos, deobfuscate, typo_map
+from .regex_cache import RegexStore
 from .rule_validators import (
     VALIDATORS,
     PackError,
@@ -294,8 +295,9 @@ _MACRO = re.compile(r"\{(?:(w)(?::(\d+)(?:-(\d+))?)?|([a-z_][a-z0-9_]*))\}")
 class _Compiler:
     """Expands macros and compiles one spec's expressions."""
 
-    def __init__(self, spec: Spec) -> None:
+    def __init__(self, spec: Spec, store: RegexStore | None = None) -> None:
         self.spec = spec
+        self.store = store or RegexStore(None)
         self.words_mode = (spec.normalize or "words") == "words"
         self.word = "[a-z0-9]+" if self.words_mode else r"\S+"
         self.edge = "a-z0-9" if self.words_mode else r"\w"
@@ -365,7 +367,7 @@ class _Compiler:
         if item.words is not None:
             key = f"{item.key}.words"
             words = [(item.source, f"{key}[{i}]", w) for i, w in enumerate(item.words)]
-            return re.compile(self.alternatives(words))
+            return self.store.compile(self.alternatives(words))
         assert item.regex is not None
         parts: list[tuple[str, str]] = []
         for index, regex in enumerate(item.regex):
@@ -378,7 +380,7 @@ class _Compiler:
         try:
             # one compile of the whole item: the packs' regexes are large, and compiling
             # each part first as well doubled the start-up of every process
-            return re.compile(joined)
+            return self.store.compile(joined)
         except re.error as error:
             for key, part in parts:  # name the part at fault
                 try:
@@ -402,9 +404,12 @@ def _vocab_words(spec: Spec) -> tuple[set[str], set[str]]:
     return words, stems
 
 
-def _build(spec: Spec) -> RulePack:
-    """Compile a (possibly merged) spec into a pack; raises PackError on bad regexes."""
-    compiler = _Compiler(spec)
+def _build(spec: Spec, store: RegexStore | None = None) -> RulePack:
+    """Compile a (possibly merged) spec into a pack; raises PackError on bad regexes.
+
+    ``store`` keeps the compiled expressions between processes (:mod:`guardrails.regex_cache`).
+    """
+    compiler = _Compiler(spec, store)
     for name, (source, key, _) in spec.defines.items():
         compiler.macro(source, key, name)
     rules = tuple(
@@ -451,7 +456,10 @@ def load_pack(path: str | Path) -> RulePack:
     Raises:
         PackError: The file is unreadable or invalid.
     """
-    return _build(read_spec(path))
+    store = RegexStore()
+    pack = _build(read_spec(path), store)
+    store.save()
+    return pack
 
 
 def _pack_files(directory: Path) -> list[Path]:
@@ -482,7 +490,10 @@ def load_packs(dirs: Sequence[str | Path] = ()) -> dict[str, RulePack]:
             spec = read_spec(path)
             base = specs.get(spec.name)
             specs[spec.name] = spec if base is None or spec.replace else merge_specs(base, spec)
-    return {name: _build(spec) for name, spec in specs.items()}
+    store = RegexStore()
+    packs = {name: _build(spec, store) for name, spec in specs.items()}
+    store.save()
+    return packs
 
 
 _CACHE: dict[tuple[str, ...], dict[str, RulePack]] = {}
