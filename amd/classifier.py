@@ -60,6 +60,11 @@ _OPENERS = frozenset(
 _PERSON_MARKERS: tuple[str, ...] = (
     "how can i help",
     "how may i help",
+    # the recogniser often loses the verb: "how can I build you?", "how can I tell you?"
+    "how can i",
+    "how may i",
+    # informal, after a hold: a recording says "thank you for holding" and goes on
+    "thanks for holding",
     "how can we help",
     "what can i do for you",
     "can i help you",
@@ -168,15 +173,33 @@ def score_turn(
         reasons.append("leans machine: " + ", ".join(lean))
     if markers:
         reasons.append("person: " + ", ".join(markers))
-    if stage in ("machine-screening", "machine-ivr") and opener:
+    handed_over = stage in ("machine-screening", "machine-ivr") and opener
+    # after the hand-over, a question in the first person without machine words is
+    # someone talking to us ("I can help with that. What's the name on the account?");
+    # a menu done with its options waits for keys
+    asks_after_handover = (
+        stage in ("machine-screening", "machine-ivr")
+        and latest is None
+        and not lean
+        and len(words) >= 3
+        and "i" in words
+        and history[-1].rstrip().endswith("?")
+    )
+    if handed_over:
         reasons.append("a greeting after the hand-over")
+    if asks_after_handover:
+        reasons.append("a question after the hand-over")
     if score >= 0.45 and latest is not None:
         conf = min(0.8, 0.45 + score / 2)
         return LexicalVerdict(latest.category, conf, "; ".join(reasons), False)
     if score >= 0.45:
         return LexicalVerdict("machine-vm", 0.55, "; ".join(reasons) or "long recording", False)
-    handed_over = stage in ("machine-screening", "machine-ivr") and opener
-    person = bool(markers) or (opener and len(words) <= short_words + 2) or handed_over
+    person = (
+        bool(markers)
+        or (opener and len(words) <= short_words + 2)
+        or handed_over
+        or asks_after_handover
+    )
     if person:
         conf = 0.92
     elif len(words) <= short_words:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from amd.menu_shapes import damaged_menu_cues
 from amd.tolerance import SOUND_ALIKE, word_quality
 
 __all__ = ["Cue", "canonical_words", "carrier_cues", "menu_cues"]
@@ -178,6 +179,8 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
     """Menu evidence in one transcript's words (strong ``machine-ivr`` cues)."""
     tokens = canonical_words(tokens)
     cues = _menu_options(tokens)
+    if not cues:
+        cues = damaged_menu_cues(tokens)
     for i in range(len(tokens)):
         for words in _PROMPTS:
             if _prompt_at(tokens, i, words):
@@ -202,7 +205,7 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
             i
             for i in offered
             if (i > 0 and tokens[i - 1] == "continue")
-            or next((t for t in tokens[i + 2 : i + 4] if t != "please"), "") in _SELECT
+            or next((t for t in tokens[i + 2 : i + 4] if t != "please"), "") in _SELECT | {"pre"}
         ]
         if chosen:
             cues.append(("machine-ivr", "language menu: a language to select", chosen[0], 1.0))
@@ -260,6 +263,7 @@ _STATE: tuple[tuple[str, ...], ...] = tuple(
         "please call later",
         "call again later",
         "try again",
+        "dial again",
         "restricted",
         "switched off",
         "turned off",

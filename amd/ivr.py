@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .menu_shapes import is_press_like
 from .phrases import NUMBER_WORDS, misheard_keys
 from .tolerance import SOUND_ALIKE, word_quality
 
@@ -44,14 +45,15 @@ _STOP = frozenset(
 _VERBS = ("press", "dial", "push", "select", "enter")
 #: a word right before a key (or glued to a digit) that may be a damaged key verb
 _BEFORE_KEY = re.compile(
-    r"\b([a-z]{3,})(?:\s+|(?=\d))(?=(?:\d|zero|oh|one|two|three|four|five|six|seven|eight|nine"
+    r"\b([a-z]{3,})(?:\s+|-|(?=\d))(?=(?:\d|zero|oh|one|two|three|four|five|six|seven|eight|nine"
     r"|pound|hash|star|to|too|for|won|tree|ate)\b)"
 )
 
 
 def repair_key_verbs(text: str) -> str:
     """Lower-cased ``text`` with key verbs the recogniser damaged restored, only right
-    before a key: "Preth one" -> "press one", "pref1" -> "press 1" (amd/tolerance.py).
+    before a key: "Preth one" -> "press one", "pref1" -> "press 1" (amd/tolerance.py),
+    "Pre-2", "pray for", "brave one" -> "press" (amd/menu_shapes.py).
 
     The phrase packs score such damage at a lower strength; the menu reader needs
     the keys themselves, or the agent presses nothing.
@@ -62,6 +64,10 @@ def repair_key_verbs(text: str) -> str:
         if word in _VERBS:
             return m.group(0)
         verb = next((v for v in _VERBS if word_quality(word, v) >= SOUND_ALIKE), None)
+        if verb is None and is_press_like(word):
+            # "Pre-1", "pret2", "pray for", "brave one": this is read only once the
+            # call is a menu, where a verb-like word before a key is the key verb
+            verb = "press"
         return f"{verb} " if verb else m.group(0)
 
     return _BEFORE_KEY.sub(repair, text.lower())

@@ -278,8 +278,10 @@ _DIGIT, _WORD = "{d}", "{w}"
 
 #: Recognisers write a spoken key as its homophone ("press to, for billing"):
 #: after "press"/"dial" and before a pause, those words are the key.
-_MISHEARD_KEY = re.compile(r"\b(press|dial|push)\s+(to|too|for|won|tree|ate)\b(?=\s*(?:[,.;!?]|$))")
-_MISHEARD = {"to": "2", "too": "2", "for": "4", "won": "1", "tree": "3", "ate": "8"}
+_MISHEARD_KEY = re.compile(
+    r"\b(press|dial|push)\s+(to|too|for|won|tree|free|ate)\b(?=\s*(?:[,.;!?]|$))"
+)
+_MISHEARD = {"to": "2", "too": "2", "for": "4", "won": "1", "tree": "3", "free": "3", "ate": "8"}
 
 
 def misheard_keys(text: str) -> str:

@@ -48,6 +48,31 @@ def test_words_without_person_markers_are_an_unsure_human(text: str) -> None:
     assert not v.person_markers
 
 
+@pytest.mark.parametrize(
+    "heard",
+    [
+        # what whisper tiny.en made of a person behind a menu (espeak-ng voices)
+        "I can build with that. What's the name on the account?",
+        "Okay, I may not, is there anything else?",
+        "Thanks for holding this in the home in customer service.",
+        "Really in this image, how can I build you?",
+    ],
+)
+def test_a_person_behind_a_menu_is_heard_through_the_damage(heard: str) -> None:
+    v = score_turn([heard], stage="machine-ivr")
+    assert v.category == "human"
+    assert v.confidence >= 0.85  # enough to leave the menu stage
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Would you like to hear these options again?", "What is your account number?"],
+)
+def test_a_menus_own_questions_do_not_leave_the_menu(text: str) -> None:
+    v = score_turn([text], stage="machine-ivr")
+    assert v.category != "human" or v.confidence < 0.85
+
+
 def test_long_voicemail_like_turn_with_hints_is_a_machine() -> None:
     v = score_turn(
         [

@@ -1,0 +1,220 @@
+"""Menus the recogniser garbled, recognised by what survives of their structure.
+
+Pure functions over :func:`amd.phrases.words`. Whisper tiny.en on slow or
+accented synthetic voices over an 8 kHz line rarely keeps a menu's words, but
+it keeps its shape (collected from replays of the AMD suites in espeak-ng
+voices and from menus written for the purpose and never replayed, docs/amd.md):
+
+* **the key verb is heard as something else, the same way each time**: "Pre-1
+  for existing patients, Pre-2 for billing", "pray for", "brave one", "great
+  one", even "3-1, 3-2, 3-3". A menu repeats its verb before each key, so a
+  verb-like word (a stop, then "r", then a front vowel: "pre", "pray",
+  "brave", "great", "breast") before two different keys is two options, and
+  any word before three keys counted up in order (1, 2, 3) is a list of
+  options (a word, not a digit: "3 1 3 2 3 3" may be a phone number);
+* **the keys are heard as homophones**: "press to", "pray for", "pre tree";
+* **directory prompts keep their frame**: "if you know ... extension", "for
+  doctor Patel ... extension ... 4", "reach
+  someone by name", "the first three ... of the last name", "say the name on
+  the person" (a screener asks for *your* name, never the name of the person
+  or department you want).
+
+One damaged option is no evidence: a person may say "great, one for you".
+Every cue here needs two options, one option and the way menus end ("for all
+other calls, please stay on the line"), or a prompt's frame, and is returned a little
+weaker than the same cue heard as said (:data:`DAMAGED`), still strong enough
+to decide a turn and to correct a provisional person who spoke before us.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["DAMAGED", "damaged_menu_cues", "is_press_like"]
+
+Cue = tuple[str, str, int, float]
+
+#: Strength of a menu recognised from a damaged shape.
+DAMAGED = 0.9
+
+#: The key verbs as said.
+_VERBS = frozenset({"press", "dial", "push", "select", "choose", "enter", "hit", "touch"})
+#: What the recogniser writes for "press": p, b or g, "r", a front vowel, and at
+#: most four more letters ("pre", "prez", "pray", "brave", "great", "breast").
+_PRESS_LIKE = re.compile(r"^[pbg]r(e|a|ai|ay|ea|ei)[a-z]{0,4}$")
+#: Number words the recogniser writes as other words when a key follows a verb.
+_KEY_HOMOPHONES = {
+    "won": "1",
+    "run": "1",
+    "to": "2",
+    "too": "2",
+    "tree": "3",
+    "free": "3",
+    "through": "3",
+    "for": "4",
+    "fore": "4",
+    "fife": "5",
+    "sex": "6",
+    "ate": "8",
+    "nein": "9",
+    "oh": "0",
+}
+_KEY_WORDS = frozenset({"pound", "star", "hash", "zero"})
+
+
+def is_press_like(token: str) -> bool:
+    """Whether ``token`` may be "press" as the recogniser heard it ("pre", "pray", "brave")."""
+    return token in _VERBS or bool(_PRESS_LIKE.match(token))
+
+
+def _key(token: str) -> str | None:
+    if len(token) == 1 and token.isdigit():
+        return token
+    if token in _KEY_WORDS:
+        return token
+    return _KEY_HOMOPHONES.get(token)
+
+
+def _damaged_options(tokens: Sequence[str]) -> list[Cue]:
+    """A verb-like word before two different keys: two options, whatever the verb became."""
+    slots: dict[str, list[tuple[int, str]]] = {}
+    for i in range(len(tokens) - 1):
+        verb = tokens[i]
+        if not is_press_like(verb):
+            continue
+        key = _key(tokens[i + 1])
+        if key is None and verb == "pre" and len(tokens[i + 1]) <= 4:
+            # "Pre-1", "pre-form", "pre-run": "pre" is no word of its own; a short
+            # word after it is the key, however it was written ("pre-owned" is a word)
+            key = tokens[i + 1]
+        if key is not None:
+            slots.setdefault(verb, []).append((i, key))
+    for verb, found in slots.items():
+        keys = {k for _, k in found}
+        # "pre" twice is two options even when both keys came out alike ("pre-form")
+        if len(keys) >= 2 or (verb == "pre" and len(found) >= 2):
+            label = f"menu options: the key verb heard as {verb!r}"
+            return [("machine-ivr", label, found[0][0], DAMAGED)]
+    # the verb heard differently each time ("brave one ... pressed to ... pray for"):
+    # still a menu when the keys differ and one of the verbs still starts like "press"
+    every = sorted(slot for found in slots.values() for slot in found)
+    keys = {k for _, k in every}
+    if len(keys) >= 2 and any(v.startswith("pr") for v in slots):
+        return [
+            ("machine-ivr", "menu options: key verbs heard as other words", every[0][0], DAMAGED)
+        ]
+    return []
+
+
+#: How menus end: what to do for anything the options did not name.
+_MENU_CLOSE = tuple(
+    tuple(p.split())
+    for p in ("on the line", "all other", "other calls", "other questions", "to repeat", "hold for")
+)
+
+
+def _option_and_close(tokens: Sequence[str]) -> list[Cue]:
+    """One whole option, verb damaged ("great one for appointments"), and a menu's close
+    ("for all other calls, please stay on the line") in the same turn."""
+    option = next(
+        (
+            i
+            for i in range(len(tokens) - 2)
+            if is_press_like(tokens[i])
+            and _key(tokens[i + 1]) is not None
+            and tokens[i + 1] not in {"to", "too", "for", "fore"}
+            and tokens[i + 2] in {"for", "to"}
+        ),
+        None,
+    )
+    if option is None:
+        return []
+    for i in range(option + 3, len(tokens)):
+        if any(tuple(tokens[i : i + len(close)]) == close for close in _MENU_CLOSE):
+            return [("machine-ivr", "menu: an option, then the menu's close", option, DAMAGED)]
+    return []
+
+
+def _counted_keys(tokens: Sequence[str]) -> list[Cue]:
+    """One word before three keys counted up in order ("prez 1 ... prez 2 ... prez 3")."""
+    after: dict[str, list[tuple[int, int]]] = {}
+    for i in range(len(tokens) - 1):
+        nxt = tokens[i + 1]
+        # a word, not a digit: "3 1 3 2 3 3" is as likely a phone number
+        if len(nxt) == 1 and nxt.isdigit() and not tokens[i].isdigit():
+            after.setdefault(tokens[i], []).append((i, int(nxt)))
+    for found in after.values():
+        keys = list(dict.fromkeys(k for _, k in found))
+        for a in range(len(keys) - 2):
+            if keys[a + 1] == keys[a] + 1 and keys[a + 2] == keys[a] + 2:
+                return [
+                    (
+                        "machine-ivr",
+                        "menu options: keys counted up after one word",
+                        found[0][0],
+                        DAMAGED,
+                    )
+                ]
+    return []
+
+
+_PERSON_WANTED = frozenset({"person", "department", "party", "employee", "individual"})
+_PREPOSITIONS = frozenset({"of", "on", "off", "in", "from", "for"})
+_THREE = frozenset({"3", "three", "tree", "free"})
+
+
+def _extension_like(token: str) -> bool:
+    # "extension", "expansion": the recogniser keeps the word's ending
+    return token.startswith("exten") or token.endswith("nsion")
+
+
+def _directory(tokens: Sequence[str]) -> list[Cue]:
+    cues: list[Cue] = []
+    n = len(tokens)
+    for i, tok in enumerate(tokens):
+        if tok == "know" and tokens[max(0, i - 2) : i] == ["if", "you"]:
+            # "if you know your party's extension" whatever became of "party's"
+            if any(_extension_like(t) for t in tokens[i + 1 : i + 6]):
+                cues.append(("machine-ivr", "directory: if you know ... extension", i, DAMAGED))
+        elif _extension_like(tok) and "for" in tokens[max(0, i - 6) : i]:
+            # "for doctor Patel, dial extension 204": a purpose, then an extension number
+            if any(_key(t) is not None and t not in {"to", "for"} for t in tokens[i + 1 : i + 5]):
+                cues.append(("machine-ivr", "directory: for someone, an extension", i, DAMAGED))
+        elif tok == "name" and i + 2 < n:
+            # "say the name of the person": the person or department wanted, not yours
+            rest = [t for t in tokens[i + 1 : i + 4] if t not in {"the", "a", "my", "your"}]
+            asked = any(t in {"say", "enter", "spell"} for t in tokens[max(0, i - 3) : i])
+            if asked and len(rest) >= 2 and rest[0] in _PREPOSITIONS and rest[1] in _PERSON_WANTED:
+                cues.append(("machine-ivr", "directory: the name of the person", i, DAMAGED))
+            elif (
+                i >= 2
+                and tokens[i - 1] in {"by", "my"}
+                and tokens[i - 2] in {"someone", "dial", "search", "employee", "party"}
+            ):
+                cues.append(("machine-ivr", "directory: reach someone by name", i, DAMAGED))
+        elif tok == "last" and i + 1 < n and tokens[i + 1] == "name":
+            # "the first three letters of their last name", however "letters" came out
+            window = tokens[max(0, i - 7) : i]
+            if "first" in window and any(t in _THREE for t in window[window.index("first") + 1 :]):
+                cues.append(
+                    ("machine-ivr", "directory: the first letters of the last name", i, DAMAGED)
+                )
+    return cues
+
+
+def damaged_menu_cues(tokens: Sequence[str]) -> list[Cue]:
+    """Menu evidence that survives the recogniser's damage (``machine-ivr`` at :data:`DAMAGED`).
+
+    Args:
+        tokens: One transcript's words (or a pair's, joined).
+
+    Returns:
+        ``(category, label, start word, strength)`` cues, possibly none.
+    """
+    return [
+        *_damaged_options(tokens),
+        *_option_and_close(tokens),
+        *_counted_keys(tokens),
+        *_directory(tokens),
+    ]

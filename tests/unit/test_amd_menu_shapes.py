@@ -1,0 +1,152 @@
+"""Menus and intercepts the recogniser garbled, recognised by what survives of their shape.
+
+The transcripts are what whisper tiny.en heard of espeak-ng voices over an 8 kHz
+line (issue 19): from replays of the AMD suites (bench/amd.py --voices) and from
+menus and greetings written for this purpose and never replayed. Each case
+exercises a general rule; none names a fixture's words.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from amd.ivr import choose_option, menu_options
+from amd.menu_shapes import is_press_like
+from amd.phrases import classify_phrases
+
+
+def _verdict(*turns: str) -> str | None:
+    v = classify_phrases(list(turns))
+    return None if v is None or v.strength < 0.85 else v.category
+
+
+@pytest.mark.parametrize(
+    "heard",
+    [
+        # the key verb heard as "pre" before each key, the keys as digits or words
+        "Thank you for calling Metropower and Light, the report on how it is present one "
+        "for milling pre-2, the start of the service pre-3.",
+        "The year you're balanced, pre-form to make a payment, pre-form to the peak "
+        "we're done again, pre-form year old.",
+        "For hours and time actions, pre-fall the redeeming you pre-time.",
+        # glued to its key: "PRET1"
+        "Thank you for calling Armamento on new patients, PRET1 for listening patients, "
+        "PRET2 for mailing PRET3.",
+        # one verb-like word before two keys written as homophones
+        "All over and my reaction, pray for the repeat statement, you pray to I in...",
+        # a different word each time, the keys all different
+        "Your call may be recorded for quality and training purposes. The track-up package, "
+        "brave one! The head you'll have he got pressed to... for international Xi Jinping. "
+        "Pre-3. for custom as or least pray for",
+        "The report can help each great one. For me, let's press to tap or start on this "
+        "press screen.",
+    ],
+)
+def test_a_key_verb_heard_as_another_word_before_two_keys_is_a_menu(heard: str) -> None:
+    assert _verdict(heard) == "machine-ivr"
+
+
+def test_one_damaged_option_and_the_way_menus_end_is_a_menu() -> None:
+    heard = (
+        "Great one for appointment. 3-2-4-3-3-4-3-3-3-3 Let's read our viewing questions. "
+        "For long long after all, please stay on the line."
+    )
+    assert _verdict(heard) == "machine-ivr"
+    # the option alone, or a person's "great to", is not
+    assert _verdict("Great one for appointment.") is None
+    assert _verdict("Great to hear, please stay on the line.") == "wait"
+
+
+def test_one_word_before_keys_counted_up_is_a_menu() -> None:
+    assert _verdict("Trace 1 for sales, trace 2 for service, trace 3 for parts.") == "machine-ivr"
+    assert _verdict("Prez 1. Billing. Prez 2. Orders. Prez 3.") == "machine-ivr"
+
+
+@pytest.mark.parametrize(
+    "heard",
+    [
+        "You have reached the chaos of where, if you know your path in extension, you may not "
+        "have any time.",
+        "You have reached clinical software. If you know you are part in extension, you may "
+        "not any time from a company",
+        "If you know the expansion of the post on your Mac or lean, you may not easily tell.",
+        "Welcome to the next and below to reach someone's name and turn the first free letter "
+        "on the last name now.",
+        "You have reached the reverse ice-cleaning task. For that poor capacity, neither "
+        "extension to hungry than 4.",
+        "Please say my name on the person you are trying to reach.",
+    ],
+)
+def test_directory_prompts_keep_their_frame(heard: str) -> None:
+    assert _verdict(heard) == "machine-ivr"
+
+
+def test_a_directory_prompt_split_across_two_pieces_is_read_from_both() -> None:
+    first, second = (
+        "Welcome to master and Lord.",
+        "to reach someone by name in the first three days and on the last name now.",
+    )
+    assert _verdict(first) is None
+    assert _verdict(first, second) == "machine-ivr"
+
+
+def test_a_language_named_before_a_damaged_key_verb_is_a_language_menu() -> None:
+    assert _verdict("Tarot and your pre-men not for English pre-run.") == "machine-ivr"
+
+
+def test_a_carrier_that_says_dial_again_is_an_intercept() -> None:
+    heard = "The number you have dialed in for, please take the number and dial again."
+    assert _verdict(heard) == "machine-unavailable"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # one damaged option is no menu: what a person answering may be heard as
+        "Great one. I don't know what you mean to this.",
+        "Yes, I can do it for the morning and run for the afternoon.",
+        "Pray for us, it's been a long week. Who is this?",
+        "Great, to be honest, I was waiting for you.",
+        # keys counted up after a digit may be a phone number
+        "It's three one three, two three three, four five six seven.",
+        "Sure, my normal sign sign sign 21-2496.",
+        # a receptionist asking about a name, an extension, or a pre-owned car
+        "Do you know his extension? I can transfer you.",
+        "What's the name of the person you're calling for?",
+        "Can I get your first and last name, please?",
+        "Front desk, this is Carla. Sorry, which extension did you need?",
+        "Thanks for calling, we have pre-owned and pre-certified cars. How can I help?",
+        "Hi, yes, this is the front deck. How can I build you?",
+        "Hello, meeting market, who's calling it?",
+        "Break time, I got two minutes. Grab two coffees for us.",
+    ],
+)
+def test_people_heard_through_the_same_damage_give_no_menu(said: str) -> None:
+    assert _verdict(said) is None
+
+
+@pytest.mark.parametrize(
+    ("word", "like"),
+    [("pre", True), ("pret", True), ("pray", True), ("brave", True), ("great", True)]
+    + [("tree", False), ("dress", False), ("less", False), ("three", False), ("pass", False)],
+)
+def test_what_counts_as_press_heard_otherwise(word: str, like: bool) -> None:
+    assert is_press_like(word) is like
+
+
+def test_the_menu_reader_presses_keys_after_verbs_the_recogniser_damaged() -> None:
+    heard = (
+        "Thank you for calling, have or ventil for new patients, Pre-1 for existing patients, "
+        "Pre-2 for building Pre-3."
+    )
+    options = menu_options(heard)
+    assert [o.digit for o in options] == ["1", "2", "3"]
+    assert choose_option(options, "existing patients") == "2"
+    assert [
+        o.digit for o in menu_options("For hours, pray for. For the directory, brave one.")
+    ] == [
+        "4",
+        "1",
+    ]
+    # not after a word that only ends like a verb
+    assert menu_options("Less two for sales, dress one for billing") == []
