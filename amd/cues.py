@@ -70,7 +70,14 @@ def _menu_options(tokens: Sequence[str]) -> list[Cue]:
         for i in range(len(tokens) - 2)
         if _is_key(tokens[i]) and tokens[i + 1] == "for" and (i == 0 or not tokens[i - 1].isdigit())
     ]
-    if len(listed) >= 2:
+    # menus count their keys up (an operator's 0 may come last); a person's "two
+    # for the morning and one for the afternoon" counts down
+    keys = [tokens[i] for i in listed]
+    counted_up = any(
+        not (a.isdigit() and b.isdigit()) or int(a) < int(b)
+        for a, b in zip(keys, keys[1:], strict=False)
+    )
+    if len(listed) >= 2 and counted_up:
         cues.append(("machine-ivr", "menu option list", listed[0], 1.0))
     return cues
 

@@ -107,7 +107,6 @@ VOICEMAIL_STRONG: tuple[str, ...] = (
     "cannot take your call",
     "unable to take your call",
     "when you have finished recording",
-    "please leave",
     "leave your name",
     "leave a brief message",
     "leave a detailed message",
@@ -118,6 +117,9 @@ VOICEMAIL_STRONG: tuple[str, ...] = (
     "return your call",
 )
 VOICEMAIL_HINTS: tuple[str, ...] = (
+    # on its own a hint: what follows says whether a message is wanted, and the
+    # recogniser has put it in a person's mouth ("Please leave me a comment")
+    "please leave",
     "not available",
     "is unavailable",
     "cannot take the call",
@@ -154,6 +156,7 @@ UNAVAILABLE_STRONG: tuple[str, ...] = (
     "is not reachable",
     "has been switched off",
     "your call cannot be completed",
+    "cannot be completed at this time",
     "all circuits are busy",
     "cannot accept messages",
     "cannot accept any messages",

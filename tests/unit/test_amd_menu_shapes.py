@@ -1,4 +1,5 @@
-"""Menus and intercepts the recogniser garbled, recognised by what survives of their shape.
+"""Menus and intercepts the recogniser garbled, recognised by what survives of their shape
+(and a person's greeting the recogniser garbled into voicemail words, which is not).
 
 The transcripts are what whisper tiny.en heard of espeak-ng voices over an 8 kHz
 line (issue 19): from replays of the AMD suites (bench/amd.py --voices) and from
@@ -94,9 +95,21 @@ def test_a_language_named_before_a_damaged_key_verb_is_a_language_menu() -> None
     assert _verdict("Tarot and your pre-men not for English pre-run.") == "machine-ivr"
 
 
-def test_a_carrier_that_says_dial_again_is_an_intercept() -> None:
-    heard = "The number you have dialed in for, please take the number and dial again."
+@pytest.mark.parametrize(
+    "heard",
+    [
+        "The number you have dialed in for, please take the number and dial again.",
+        # "call" heard as "goal": what is left is still only a carrier's
+        "Your goal cannot be completed at this time. Please turn up and try again.",
+    ],
+)
+def test_carrier_wording_that_survives_is_an_intercept(heard: str) -> None:
     assert _verdict(heard) == "machine-unavailable"
+
+
+def test_a_verbless_option_list_counts_its_keys_up() -> None:
+    assert _verdict("1 for sales, 2 for service, 0 for the operator.") == "machine-ivr"
+    assert _verdict("Pound for more options, star for the previous menu.") == "machine-ivr"
 
 
 @pytest.mark.parametrize(
@@ -119,6 +132,8 @@ def test_a_carrier_that_says_dial_again_is_an_intercept() -> None:
         "Hi, yes, this is the front deck. How can I build you?",
         "Hello, meeting market, who's calling it?",
         "Break time, I got two minutes. Grab two coffees for us.",
+        # keys counted down are a person's plans, not a menu's options
+        "Yes, I can do two for the morning and one for the afternoon.",
     ],
 )
 def test_people_heard_through_the_same_damage_give_no_menu(said: str) -> None:
@@ -150,3 +165,11 @@ def test_the_menu_reader_presses_keys_after_verbs_the_recogniser_damaged() -> No
     ]
     # not after a word that only ends like a verb
     assert menu_options("Less two for sales, dress one for billing") == []
+
+
+def test_please_leave_alone_is_no_voicemail() -> None:
+    # a receptionist's "Thanks for calling Oakridge Pharmacy, this is Devon", as heard
+    assert _verdict("Thanks for calling your Twitch family. Please leave me a comment.") is None
+    assert _verdict("Please leave a message.") == "machine-vm"
+    assert _verdict("Please leave your name and number after the tone.") == "machine-vm"
+    assert _verdict("Please leave", "a message after the tone.") == "machine-vm"
