@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
 import json
 import os
 import statistics
@@ -51,7 +50,7 @@ from typing import Any
 import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
 
 from agent.app.config import AgentConfig
-from agent.models.gguf_weights import packaged_gguf_path, runtime_gguf_path
+from agent.models.gguf_weights import packaged_gguf_path, requantize, runtime_gguf_path
 from agent.models.llama_llm import (
     LlamaOptions,
     cached_prefix,
@@ -256,15 +255,7 @@ def _q4_0_copy(folder: Path) -> Path:
     import llama_cpp
 
     target = folder / "q4_0.gguf"
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0
-    params.allow_requantize = True
-    from llama_cpp._utils import suppress_stdout_stderr
-
-    with suppress_stdout_stderr(disable=False):  # it reports a fallback tensor type
-        llama_cpp.llama_model_quantize(
-            str(packaged_gguf_path()).encode(), str(target).encode(), ctypes.byref(params)
-        )
+    requantize(packaged_gguf_path(), target, llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0)
     return target
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "derive_q8_0",
     "derived_dir",
     "packaged_gguf_path",
+    "requantize",
     "runtime_gguf_path",
 ]
 
@@ -82,6 +83,19 @@ def derive_q8_0(source: Path, target: Path) -> None:
         OSError: the folder cannot be written, or llama.cpp failed.
     """
     import llama_cpp
+
+    requantize(source, target, llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0)
+
+
+def requantize(source: Path, target: Path, file_type: int) -> None:
+    """Re-quantise ``source`` to llama.cpp's ``file_type`` (``LLAMA_FTYPE_*``) at ``target``.
+
+    Atomic: a temporary file beside ``target``, then a rename.
+
+    Raises:
+        OSError: the folder cannot be written, or llama.cpp failed.
+    """
+    import llama_cpp
     from llama_cpp import _logger as llama_logger
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -92,7 +106,7 @@ def derive_q8_0(source: Path, target: Path) -> None:
     tmp = Path(tmp_name)
     try:
         params = llama_cpp.llama_model_quantize_default_params()
-        params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
+        params.ftype = file_type
         params.allow_requantize = True
         params.nthread = min(2, os.cpu_count() or 1)
         status = llama_cpp.llama_model_quantize(
