@@ -104,6 +104,8 @@ _PROMPTS: tuple[tuple[str, ...], ...] = tuple(
         "pound key",
         "dial by name",
         "company directory",
+        "staff directory",
+        "employee directory",
         "the directory",
         "letters of their last name",
         "letters of the last name",
@@ -212,7 +214,7 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
             i
             for i in offered
             if (i > 0 and tokens[i - 1] == "continue")
-            or next((t for t in tokens[i + 2 : i + 4] if t != "please"), "") in _SELECT | {"pre"}
+            or _selects(next((t for t in tokens[i + 2 : i + 4] if t != "please"), ""))
         ]
         if chosen:
             cues.append(("machine-ivr", "language menu: a language to select", chosen[0], 1.0))
@@ -229,6 +231,13 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
 
 #: What selecting a language in a menu takes, right after the language is named.
 _SELECT = frozenset({"stay", "remain", "hold", "press", "dial", "say", "oprima", "marque"})
+
+
+def _selects(word: str) -> bool:
+    # "press" glued to its key or cut short by the recogniser: "pre-run", "prezware"
+    return word in _SELECT or word.startswith("pre")
+
+
 #: A business's welcome, and the imperative ask a speech menu follows it with.
 _WELCOME = tuple(
     tuple(p.split())

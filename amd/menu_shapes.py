@@ -13,6 +13,8 @@ voices and from menus written for the purpose and never replayed, docs/amd.md):
   any word before three keys counted up in order (1, 2, 3) is a list of
   options (a word, not a digit: "3 1 3 2 3 3" may be a phone number);
 * **the keys are heard as homophones**: "press to", "pray for", "pre tree";
+* **any word said before two different keys after a purpose** is the verb:
+  "for appointments, now one ... now to" ("dial" heard as "now");
 * **directory prompts keep their frame**: "if you know ... extension", "for
   doctor Patel ... extension ... 4", "reach
   someone by name", "the first three ... of the last name", "say the name on
@@ -96,6 +98,8 @@ def _damaged_options(tokens: Sequence[str]) -> list[Cue]:
         if len(keys) >= 2 or (verb == "pre" and len(found) >= 2):
             label = f"menu options: the key verb heard as {verb!r}"
             return [("machine-ivr", label, found[0][0], DAMAGED)]
+    if (repeated := _repeated_word_options(tokens)) is not None:
+        return [repeated]
     # the verb heard differently each time ("brave one ... pressed to ... pray for"):
     # still a menu when the keys differ and one of the verbs still starts like "press"
     every = sorted(slot for found in slots.values() for slot in found)
@@ -105,6 +109,40 @@ def _damaged_options(tokens: Sequence[str]) -> list[Cue]:
             ("machine-ivr", "menu options: key verbs heard as other words", every[0][0], DAMAGED)
         ]
     return []
+
+
+def _repeated_word_options(tokens: Sequence[str]) -> Cue | None:
+    """Any word before two different keys, one a digit, with a purpose before it:
+    "for appointments, now one ... now to" ("dial" heard as "now")."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for i in range(len(tokens) - 1):
+        word, key = tokens[i], _key(tokens[i + 1])
+        if key is None or not word.isalpha() or word in _NOT_VERBS:
+            continue
+        found.setdefault(word, []).append((i, key))
+    for word, slots in found.items():
+        keys = {k for _, k in slots}
+        digits = {k for k in keys if k.isdigit() and k not in ("2", "4")} | {
+            tokens[i + 1] for i, _ in slots if tokens[i + 1].isdigit()
+        }
+        purpose = any("for" in tokens[max(0, i - 4) : i] for i, _ in slots)
+        if len(keys) >= 2 and digits and purpose:
+            return (
+                "machine-ivr",
+                f"menu options: the key verb heard as {word!r}",
+                slots[0][0],
+                DAMAGED,
+            )
+    return None
+
+
+#: Words that come before a number in ordinary speech, never a key verb.
+_NOT_VERBS = frozenset(
+    "a an the to for of and or at by in on is are was be it its this that my your our "
+    "their his her about around after before until till from with than plus minus "
+    "number extension room unit suite floor page step option press dial "
+    "i me you we us he him she they them".split()
+)
 
 
 #: How menus end: what to do for anything the options did not name.
@@ -179,7 +217,10 @@ def _directory(tokens: Sequence[str]) -> list[Cue]:
                 cues.append(("machine-ivr", "directory: if you know ... extension", i, DAMAGED))
         elif _extension_like(tok) and "for" in tokens[max(0, i - 6) : i]:
             # "for doctor Patel, dial extension 204": a purpose, then an extension number
-            if any(_key(t) is not None and t not in {"to", "for"} for t in tokens[i + 1 : i + 5]):
+            if any(
+                (_key(t) is not None and t not in {"to", "for"}) or t[:1].isdigit()
+                for t in tokens[i + 1 : i + 5]
+            ):
                 cues.append(("machine-ivr", "directory: for someone, an extension", i, DAMAGED))
         elif tok == "name" and i + 2 < n:
             # "say the name of the person": the person or department wanted, not yours

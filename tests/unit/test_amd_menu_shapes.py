@@ -41,6 +41,9 @@ def _verdict(*turns: str) -> str | None:
         "Pre-3. for custom as or least pray for",
         "The report can help each great one. For me, let's press to tap or start on this "
         "press screen.",
+        # "dial" heard as "now", the keys as "one" and "to"
+        "And, for calling not a manual hospital, for appointment, now one, of restriction "
+        "in retail, now to, all on a question, now narrow.",
     ],
 )
 def test_a_key_verb_heard_as_another_word_before_two_keys_is_a_menu(heard: str) -> None:
@@ -76,6 +79,9 @@ def test_one_word_before_keys_counted_up_is_a_menu() -> None:
         "You have reached the reverse ice-cleaning task. For that poor capacity, neither "
         "extension to hungry than 4.",
         "Please say my name on the person you are trying to reach.",
+        # extension numbers have several digits
+        "You have reached the river high clinic staff directory for October 10th, Nile "
+        "extension 24, for October 10th, Nile extension 200th.",
     ],
 )
 def test_directory_prompts_keep_their_frame(heard: str) -> None:
@@ -93,6 +99,8 @@ def test_a_directory_prompt_split_across_two_pieces_is_read_from_both() -> None:
 
 def test_a_language_named_before_a_damaged_key_verb_is_a_language_menu() -> None:
     assert _verdict("Tarot and your pre-men not for English pre-run.") == "machine-ivr"
+    assert _verdict("For English, prezware, parafan, yolk, or premaku.") == "machine-ivr"
+    assert _verdict("Hello? Yes, for English class. Who is this?") is None
 
 
 @pytest.mark.parametrize(
@@ -134,6 +142,9 @@ def test_a_verbless_option_list_counts_its_keys_up() -> None:
         "Break time, I got two minutes. Grab two coffees for us.",
         # keys counted down are a person's plans, not a menu's options
         "Yes, I can do two for the morning and one for the afternoon.",
+        # numbers in ordinary speech after the same word
+        "I'm here for you, give me 1 second, give me 2.",
+        "For tonight we have room 5, and room 6 for tomorrow.",
     ],
 )
 def test_people_heard_through_the_same_damage_give_no_menu(said: str) -> None:
