@@ -256,7 +256,7 @@ _PARTY: tuple[tuple[str, ...], ...] = tuple(
         "the number you",
         "the subscriber",
         "a subscriber",
-        "the customer you",
+        "the customer",
         "the wireless customer",
         "the cellular customer",
         "the mobile",
@@ -288,6 +288,9 @@ _STATE: tuple[tuple[str, ...], ...] = tuple(
         "not a valid",
         "been changed",
         "disconnected",
+        "disconnecting",
+        "customer request",
+        "customers request",
         "no longer",
         "out of service",
         "not in service",
@@ -306,7 +309,9 @@ def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
         for party in _PARTY:
             if not _prompt_at(tokens, i, party):
                 continue
-            rest = tokens[i + len(party) : i + len(party) + 12]
+            # the state may come a sentence later ("The mobile phone you are calling
+            # is switched off or outside the coverage area. Please call later.")
+            rest = tokens[i + len(party) : i + len(party) + 20]
             for j in range(len(rest)):
                 for state in _STATE:
                     if _prompt_at(rest, j, state):

@@ -165,6 +165,8 @@ UNAVAILABLE_STRONG: tuple[str, ...] = (
     "call cannot be completed",
     "not be completed as dialed",
     "check the number and try again",
+    "number and try again",
+    "up and try again",
     "not a valid number",
     "is no longer valid",
     "been temporarily disconnected",

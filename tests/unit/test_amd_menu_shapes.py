@@ -109,10 +109,29 @@ def test_a_language_named_before_a_damaged_key_verb_is_a_language_menu() -> None
         "The number you have dialed in for, please take the number and dial again.",
         # "call" heard as "goal": what is left is still only a carrier's
         "Your goal cannot be completed at this time. Please turn up and try again.",
+        # the state a sentence after the party ("coverage area" lost)
+        "The mobile phone you are calling is which or up high in the coming area. "
+        "Please call later.",
+        "I'm sorry, this number has been temporarily connected to the customer request.",
+        "I'm sorry, this number has been for a really disconnecting at the customer request.",
+        "The customer not holding cannot reach that time. Please try again later.",
+        "Therefore, if y'all come not be completing a Nile, please get number and try again.",
+        "Please stand up and try again.",
     ],
 )
 def test_carrier_wording_that_survives_is_an_intercept(heard: str) -> None:
     assert _verdict(heard) == "machine-unavailable"
+
+
+def test_a_carrier_message_split_across_two_pieces_is_read_from_the_pair() -> None:
+    first = "The mobile phone-to-acolining switch to all of the high recovery areas."
+    assert _verdict(first) is None
+    assert _verdict(f"{first} Please call later.") == "machine-unavailable"
+
+
+def test_a_person_putting_us_off_is_no_carrier() -> None:
+    assert _verdict("She's not available, try again later.") is None
+    assert _verdict("He stepped out. Can you call later?") is None
 
 
 def test_a_verbless_option_list_counts_its_keys_up() -> None:
