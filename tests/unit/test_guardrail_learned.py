@@ -121,6 +121,34 @@ def test_training_is_reproducible() -> None:
     assert np.array_equal(first[0], second[0]) and first[1] == second[1]
 
 
+def test_the_abuse_threshold_is_chosen_with_each_training_source_left_out(
+    tmp_path: Path,
+) -> None:
+    rows = []
+    for source, insult, errand in [
+        ("one", "idiot", "check"),
+        ("two", "moron", "move"),
+        ("three", "clown", "cancel"),
+    ]:
+        rows += [
+            {"text": f"you are a {insult} number {i}", "label": True, "source": source}
+            for i in range(6)
+        ]
+        rows += [
+            {"text": f"can you {errand} my order number {i}", "label": False, "source": source}
+            for i in range(6)
+        ]
+    first = training.train_pack_by_sources("abusive", rows, tmp_path / "a")
+    second = training.train_pack_by_sources("abusive", rows, tmp_path / "b")
+    # every source was scored by a classifier that never saw it
+    assert set(first["per_source"]) == {"one", "two", "three"}
+    assert first["train"] == len(rows) and 0.05 <= first["threshold"] <= 0.99
+    assert (tmp_path / "a" / "abusive.npz").read_bytes() == (
+        tmp_path / "b" / "abusive.npz"
+    ).read_bytes()
+    assert first == second
+
+
 def test_a_model_without_weights_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="expected trained pack files"):
         LearnedDecisionModel(weights_dir=tmp_path)
