@@ -78,6 +78,10 @@ HOW: dict[str, Run | Parse | Skip | Synopsis] = {
     "--voices espeak:en-029+m2:speed=130-160 tests/calls/amd-voices": Skip(
         "46 calls in audio: minutes"
     ),
+    "nice -n 19 .venv/bin/python bench/amd.py --mode audio --config bench/amd-agent.yaml "
+    "--voices V SUBSET": Skip(
+        "a template (docs/amd.md names each voice V and the calls of SUBSET); audio: minutes"
+    ),
     ".venv/bin/python -m agent replay tests/calls --text-only --json --speed max": Run(
         local_llm=True
     ),
