@@ -90,7 +90,7 @@ async def test_a_note_with_its_octave_is_not_a_beep(sr: int) -> None:
 
 
 @pytest.mark.parametrize("sr", RATES)
-@pytest.mark.parametrize("pair", [(390.5, 481.1), (426.2, 451.4)])
+@pytest.mark.parametrize("pair", [(390.5, 481.1), (426.2, 451.4), (322.7, 476.9)])
 async def test_two_neighbouring_voice_harmonics_are_not_a_beep(
     sr: int, pair: tuple[float, float]
 ) -> None:
@@ -106,6 +106,14 @@ async def test_a_dual_tone_beep_that_is_not_call_progress_is_published(sr: int) 
     (beep,) = listen(x, sr)
     assert beep.tone == "beep"
     assert beep.hz == pytest.approx((440.0, 720.0), abs=5)
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_a_high_dual_beep_near_a_harmonic_ratio_is_still_a_beep(sr: int) -> None:
+    # 950 + 1400 Hz is 1.47, close to 3/2; a voice's strong harmonics are lower
+    x = np.concatenate([silence(0.5, sr), tone((950, 1400), 0.5, sr), silence(1.0, sr)])
+    (beep,) = listen(x, sr)
+    assert beep.hz == pytest.approx((950.0, 1400.0), abs=5)
 
 
 @pytest.mark.parametrize("sr", RATES)
