@@ -64,14 +64,10 @@ def callee_speech(calls: list[RecordedCall], sample_rate: int) -> SpeechCache:
     Rendering a line the disk cache lacks runs Piper, which ``wall_seconds`` would
     otherwise count; the bench renders them first and passes this cache to the replayer.
     """
-    from agent.models.piper_tts import synthesize_pcm
-    from agent.telephony.audio import from_int16
+    from agent.telephony.sim.voices import piper_cache
 
-    cache = SpeechCache(
-        default_cache_dir() / "speech",
-        lambda text, sr: from_int16(synthesize_pcm(text, sr)),
-        voice_id="piper-joe",  # the replayer's default voice, so the disk cache is shared
-    )
+    # the replayer's default voice, so the disk cache is shared
+    cache = piper_cache(default_cache_dir() / "speech")
     texts = {
         seg.payload.text
         for call in calls

@@ -48,7 +48,6 @@ from agent.core import Bus, clock
 from agent.replay.loader import RecordedCallError, load_paths
 from agent.telephony.audio import to_int16
 from agent.telephony.sim.recorded_call import RecordedCall
-from agent.telephony.sim.speech_cache import SpeechCache
 
 if TYPE_CHECKING:
     from livekit.agents import stt
@@ -143,17 +142,12 @@ def command_line() -> str:
 
 def render_lines(calls: list[RecordedCall]) -> list[Line]:
     """Every callee ``say`` line, rendered by the replay's own simulator and speech cache."""
-    from agent.models.piper_tts import synthesize_pcm
     from agent.replay.runner import default_cache_dir
-    from agent.telephony.audio import from_int16
     from agent.telephony.sim.simulator import CallSimulator
+    from agent.telephony.sim.voices import piper_cache
 
     # the replayer's voice and cache (Replayer._default_synth): the disk cache is shared
-    cache = SpeechCache(
-        default_cache_dir() / "speech",
-        lambda text, sr: from_int16(synthesize_pcm(text, sr)),
-        voice_id="piper-joe",
-    )
+    cache = piper_cache(default_cache_dir() / "speech")
     lines = []
     for call in calls:
         sim = CallSimulator(

@@ -39,6 +39,8 @@ FRAME_SIZE_MS = 40
 
 _VOICES: dict[tuple[str, str], PiperVoice] = {}
 _VOICES_LOCK = threading.Lock()
+# onnxruntime's seed is process-wide: one seeded session is built at a time
+_SEED_LOCK = threading.Lock()
 
 
 def _default_paths() -> tuple[str, str]:
@@ -90,17 +92,20 @@ def load_piper_voice(model_path: str | None = None, config_path: str | None = No
 
 def _seeded_voice(model_path: str | None, config_path: str | None, seed: int) -> PiperVoice:
     """A private copy of the voice whose noise generator starts from ``seed``."""
-    import onnxruntime
-    from piper import PiperVoice
+    import dataclasses
 
-    model_path, config_path = _voice_files(model_path, config_path)
-    with _VOICES_LOCK:
+    import onnxruntime
+
+    base = load_piper_voice(model_path, config_path)
+    onnx_path, _ = _voice_files(model_path, config_path)
+    with _SEED_LOCK:
         # the kernels read onnxruntime's process-wide seed when the session is built
         onnxruntime.set_seed(seed)
         try:
-            return PiperVoice.load(model_path, config_path=config_path)
+            session = onnxruntime.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
         finally:
             onnxruntime.set_seed(time.time_ns() % 2**31)
+    return dataclasses.replace(base, session=session)
 
 
 def resample_pcm(pcm: np.ndarray, src_rate: int, dst_rate: int) -> np.ndarray:
@@ -126,8 +131,9 @@ def synthesize_pcm(
 
     Piper draws the voice's prosody noise inside the ONNX graph, from a generator the
     session seeds once when it is built and advances on every call, so the same text
-    sounds slightly different each time. ``seed`` renders it reproducibly: the voice is
-    loaded afresh (about 0.3 s) with onnxruntime's seed set, used once, and dropped.
+    sounds slightly different each time. ``seed`` renders it reproducibly: the voice's
+    ONNX session is built afresh (about 0.3 s) with onnxruntime's seed set, used once,
+    and dropped. The resampler to ``sample_rate`` still dithers the last bit or two.
     """
     if seed is None:
         voice = load_piper_voice(model_path, config_path)

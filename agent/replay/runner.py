@@ -35,6 +35,7 @@ from agent.telephony.sim.voices import (
     check_installed,
     parse_voice,
     pick_voice,
+    piper_cache,
 )
 from agent.trust.desk import GuardianDesk
 
@@ -169,15 +170,8 @@ class Replayer:
         )
 
     def _default_synth(self) -> SpeechSynth:
-        from agent.models.piper_tts import synthesize_pcm
-        from agent.telephony.audio import from_int16
-        from agent.telephony.sim.speech_cache import SpeechCache
-
         root = (self.options.cache_dir or default_cache_dir()) / "speech"
-        cache = SpeechCache(
-            root, lambda text, sr: from_int16(synthesize_pcm(text, sr)), voice_id="piper-joe"
-        )
-        return cache.get
+        return piper_cache(root).get
 
     def line_synth(self, call: RecordedCall, default: SpeechSynth | None) -> LineSynth:
         """Picks the synthesiser of each of ``call``'s lines: in the voice the line, the call

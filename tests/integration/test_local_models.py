@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -293,3 +294,14 @@ async def test_generated_tokens_run_on_the_thread_count_their_times_favour(
     measured = chooser.seconds_per_token()
     assert set(measured) == {1, 2} and all(s > 0 for s in measured.values())
     assert 1 in set_to and set_to[-1] == model.options.n_threads  # restored for the next call
+
+
+def test_the_simulators_piper_lines_are_the_same_on_every_render(tmp_path: Path) -> None:
+    from agent.telephony.sim.voices import piper_cache, piper_line
+
+    first = piper_line(PHRASE, 8000)
+    assert first.dtype == np.float32 and 1.5 < len(first) / 8000 < 4.5
+    assert np.array_equal(first, piper_line(PHRASE, 8000))
+    # a cache in another folder renders it anew, the same
+    assert np.array_equal(first, piper_cache(tmp_path).get(PHRASE, 8000))
+    assert not np.array_equal(piper_line(PHRASE + " Goodbye.", 8000)[: len(first)], first)

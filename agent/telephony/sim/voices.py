@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from agent.telephony.audio import from_int16, resample
+from agent.telephony.audio import resample
 from agent.telephony.sim.speech_cache import SpeechCache
 
 __all__ = [
@@ -220,6 +220,32 @@ def espeak_voices() -> tuple[frozenset[str], frozenset[str]]:
     return names("--voices"), names("--voices=variant")
 
 
+# Piper's lines in the speech cache: seeded renders (piper_line), apart from the unseeded
+# ones that were cached as "piper-joe" before
+PIPER_CACHE_ID = "piper-joe:seeded"
+
+
+def piper_line(text: str, sample_rate: int) -> np.ndarray:
+    """Piper's rendering of a callee line: float32 mono at ``sample_rate``. Blocking.
+
+    Seeded by the text, so a line sounds the same in every call, every run and on every
+    machine like this one. Piper draws its prosody noise afresh on each render otherwise,
+    and a replay's recogniser could hear another word on the next clean checkout.
+    """
+    from agent.models.piper_tts import load_piper_voice, synthesize_pcm
+
+    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:4], "big") >> 1
+    # rendered at the voice's rate and resampled in float here: the int16 resampler
+    # synthesize_pcm uses dithers, which would change the last bits on every render
+    native = load_piper_voice().config.sample_rate
+    return resample(synthesize_pcm(text, native, seed=seed), native, sample_rate)
+
+
+def piper_cache(root: Path) -> SpeechCache:
+    """The simulator's Piper voice (the replayer's default) with its disk cache in ``root``."""
+    return SpeechCache(root, piper_line, voice_id=PIPER_CACHE_ID)
+
+
 class VoicedSynth:
     """A simulator synthesiser (``synth(text, rate)``) that speaks in the current voice.
 
@@ -241,18 +267,15 @@ class VoicedSynth:
         cache = self._caches.get(voice.id)
         if cache is None:
             if voice.engine == "piper":
-                from agent.models.piper_tts import synthesize_pcm
-
-                def render(text: str, rate: int) -> np.ndarray:
-                    return from_int16(synthesize_pcm(text, rate))
-
+                cache = piper_cache(self.root)
             else:
 
                 def render(text: str, rate: int) -> np.ndarray:
                     audio, native = voice.synthesize(text)
                     return resample(audio, native, rate)
 
-            cache = self._caches[voice.id] = SpeechCache(self.root, render, voice_id=voice.id)
+                cache = SpeechCache(self.root, render, voice_id=voice.id)
+            self._caches[voice.id] = cache
         return cache
 
     def __call__(self, text: str, sample_rate: int) -> np.ndarray:
