@@ -226,6 +226,8 @@ class AmdActor(Actor):
         self.lexical = LexicalAmdModel(short_words=self.cfg.short_greeting_words)
         self.classifier = classifier or self.lexical
         self.speech_end_offset = speech_end_offset
+        # the longest interim reading of the utterance being transcribed
+        self._interim = ""
         self.tones = ToneListener(sample_rate, self.cfg, bus.publish, call_id)
         self.answered_at: float | None = None
         bus.subscribe(self.SUBSCRIBES, self)
@@ -253,7 +255,11 @@ class AmdActor(Actor):
             case "user_speech_stopped":
                 out = d.speech_stopped(msg.at, msg.at - self.speech_end_offset)
             case "user_transcript" if msg.final:
-                out = d.transcript(t, msg.text)
+                out = d.transcript(t, msg.text, fuller=self._interim)
+                self._interim = ""
+            case "user_transcript":
+                if len(msg.text.split()) >= len(self._interim.split()):
+                    self._interim = msg.text
             case "agent_speech_started":
                 out = d.agent_speech_started(t)
             case "agent_turn_completed":

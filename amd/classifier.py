@@ -108,6 +108,10 @@ _MACHINE_LEAN: tuple[str, ...] = (
 )
 
 
+#: The voicemail hint that does not count on its own (see :func:`score_turn`).
+_LEAVE_WHAT = "please leave"
+
+
 @dataclass(frozen=True)
 class LexicalVerdict:
     """What the lexical model concludes about the latest callee turn.
@@ -150,6 +154,12 @@ def score_turn(
     latest = classify_phrases([history[-1]], window=1)
     if latest is not None and latest.strength > HINT_WEIGHT:
         return LexicalVerdict(latest.category, latest.strength, latest.reason, False)
+    if latest is not None and latest.phrases == (_LEAVE_WHAT,):
+        # what was to be left is lost: whisper writes "please leave me a comment" into a
+        # receptionist's greeting, and a voicemail that wants a message says what to
+        # leave, so this hint alone weighs nothing (a message played to a person is the
+        # worst mistake)
+        latest = None
     markers = [m for m in _PERSON_MARKERS if _has(text, m)]
     named = _NAMED.search(text)
     if named and named.group(1) not in _NOT_NAMES:

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from amd.menu_shapes import damaged_menu_cues
-from amd.tolerance import SOUND_ALIKE, word_quality
+from amd.menu_shapes import damaged_menu_cues, is_press_like
+from amd.tolerance import FUNCTION_WORDS, SOUND_ALIKE, word_quality
 
-__all__ = ["Cue", "canonical_words", "carrier_cues", "menu_cues"]
+__all__ = ["Cue", "canonical_words", "carrier_cues", "menu_cues", "screener_cues"]
 
 Cue = tuple[str, str, int, float]
 
@@ -234,8 +234,14 @@ _SELECT = frozenset({"stay", "remain", "hold", "press", "dial", "say", "oprima",
 
 
 def _selects(word: str) -> bool:
-    # "press" glued to its key or cut short by the recogniser: "pre-run", "prezware"
-    return word in _SELECT or word.startswith("pre")
+    # "press" glued to its key, cut short or misheard: "pre-run", "prezware", "pray",
+    # "prayer" (amd/menu_shapes.py's press-like words)
+    # (not "great": "in English, great" is a reply)
+    return (
+        word in _SELECT
+        or word.startswith("pre")
+        or (word.startswith(("pr", "br")) and is_press_like(word))
+    )
 
 
 #: A business's welcome, and the imperative ask a speech menu follows it with.
@@ -265,6 +271,28 @@ _PARTY: tuple[tuple[str, ...], ...] = tuple(
         "this number",
     )
 )
+#: Words between "the <party> you" and the verb: "you have dialed", "you can dial".
+_AUX = frozenset({"have", "are", "can", "had", "were"})
+_CALL_VERBS = frozenset({"called", "calling", "call", "reached"})
+
+
+def _dials(token: str) -> bool:
+    """ "dial", "dialed", or what the recogniser keeps of it: the rime survives ("file",
+    "smile")."""
+    return token in _CALL_VERBS or token.endswith(("ile", "iled", "ial", "ialed", "ialled"))
+
+
+def _dialled_party(tokens: Sequence[str], i: int) -> tuple[tuple[str, ...], ...]:
+    """The party named by what we did to it, its noun lost: "the primer you can dial",
+    "the primer you can file" (whisper's "the number you have dialed")."""
+    if i + 3 >= len(tokens) or tokens[i] != "the" or tokens[i + 2] != "you":
+        return ()
+    verb = i + 4 if tokens[i + 3] in _AUX else i + 3
+    if verb >= len(tokens) or not _dials(tokens[verb]):
+        return ()
+    return (tuple(tokens[i : verb + 1]),)
+
+
 #: What carriers say about that party that ends the call. "Not available" is
 #: not among them: carrier voicemail says it too, before "record your message",
 #: and the recogniser may hand that second sentence over as a turn of its own.
@@ -306,7 +334,7 @@ def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
     """
     tokens = canonical_words(tokens)
     for i in range(len(tokens)):
-        for party in _PARTY:
+        for party in (*_PARTY, *_dialled_party(tokens, i)):
             if not _prompt_at(tokens, i, party):
                 continue
             # the state may come a sentence later ("The mobile phone you are calling
@@ -317,4 +345,26 @@ def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
                     if _prompt_at(rest, j, state):
                         label = f"carrier: {' '.join(party)} ... {' '.join(state)}"
                         return [("machine-unavailable", label, i, 1.0)]
+    return []
+
+
+#: Words before "your name" that make it a voicemail's ask, not a screener's.
+_TAKES_A_MESSAGE = frozenset({"leave", "and", "with", "plus"})
+
+
+def screener_cues(tokens: Sequence[str]) -> list[Cue]:
+    """A screener's ask for our name alone, timed by its tone: "<verb> your name after".
+
+    Whisper loses the verb and the tone ("Please hear your name after my phone" for
+    "Please say your name after the tone"); what survives is a name asked for on its
+    own, before a tone. A voicemail asks to *leave* the name, and with the number.
+    """
+    for i in range(1, len(tokens) - 3):
+        if (
+            tokens[i : i + 2] == ["your", "name"]
+            and tokens[i + 2] in ("after", "at")
+            and tokens[i + 3] in FUNCTION_WORDS  # "after the/my ..." ("at all" is a question)
+            and tokens[i - 1] not in _TAKES_A_MESSAGE
+        ):
+            return [("machine-screening", "screener: your name after the tone", i - 1, 0.9)]
     return []

@@ -230,8 +230,17 @@ class AmdDetector:
                 turn.end = s.last_speech_end
         return [*self._arm_settle(), *self._maybe_confirm(t)]
 
-    def transcript(self, t: float, text: str) -> list[Output]:
-        """A final transcript of callee speech."""
+    def transcript(self, t: float, text: str, fuller: str = "") -> list[Output]:
+        """A final transcript of callee speech.
+
+        Args:
+            t: Now.
+            text: The final transcript.
+            fuller: The longest interim reading of the same utterance, if any. Whisper's
+                final pass over a long utterance sometimes drops its tail ("... find us
+                online at baygas.com" where the interim had "..., press one now"); a
+                menu read in the dropped words counts.
+        """
         s = self.s
         text = clean_transcript(text)
         if s.done or s.answered_at is None or not normalise(text):
@@ -260,6 +269,13 @@ class AmdDetector:
             new_strong = pair is not None and pair.strength > HINT_WEIGHT
             if new_strong and (before is None or set(pair.phrases) - set(before.phrases)):  # type: ignore[union-attr]
                 turn.verdict = pair
+        if (turn.verdict is None or turn.verdict.strength <= HINT_WEIGHT) and len(
+            normalise(fuller).split()
+        ) > len(normalise(text).split()):
+            dropped = classify_phrases([fuller], window=1)
+            # only a menu: an interim's voicemail words are too weak to risk a person
+            if dropped is not None and dropped.category == "machine-ivr":
+                turn.verdict = dropped if dropped.strength > HINT_WEIGHT else turn.verdict
         if turn.verdict is not None and turn.verdict.strength > HINT_WEIGHT:
             turn.settled = True
             out += self._predict_phrase(t, turn)
@@ -350,6 +366,9 @@ class AmdDetector:
             end = tr.end if tr.end is not None else t
             if s.speaking or t + 1e-6 < end + needed:
                 return []  # not yet: the settle timer fires again
+            wait_words = self._words_pending_after(tr, t)
+            if wait_words is not None:
+                return [ArmTimer("settle", wait_words)]
         tr.settled = True
         return self._predict(
             t,
@@ -476,10 +495,44 @@ class AmdDetector:
             return not self.s.agent_spoke_since_provisional
         return turn.start is not None and turn.start < spoke
 
+    def _words_pending_after(self, turn: _Turn, t: float) -> float | None:
+        """When to look again if speech heard after ``turn`` has not brought its words yet.
+
+        A verdict on ``turn`` would be stale: the words still to come may be the
+        machine's ("The subscriber you have dialed ..." then "Please try again
+        later"). The recogniser may give no words at all (noise), so the wait ends
+        ``transcript_grace`` after that speech.
+        """
+        pending = self.s.words_pending_since
+        if pending is None or turn.end is None or pending <= turn.end + 1e-6:
+            return None
+        until = pending + self.cfg.transcript_grace
+        return until if t + 1e-6 < until else None
+
     def _screener_announced_tone(self) -> bool:
+        """Whether a tone now is the screener's prompt tone, not a voicemail beep.
+
+        The screener named it ("say your name after the tone"), or its request for our
+        name is the last thing said and we have not answered it yet: whisper loses
+        "the tone" of a garbled prompt ("say your name after Macomb"), and a screener
+        waiting for our name does not hand over to a voicemail before we spoke (a
+        rollover greets first: "You can leave a message after the tone").
+        """
         last = self.s.turns[-1].text if self.s.turns else ""
         words = normalise(last).split()
-        return "tone" in words or "beep" in words
+        if "tone" in words or "beep" in words:
+            return True
+        unanswered = 0
+        for role, _ in reversed(self.s.context):
+            if role != "callee":
+                break
+            unanswered += 1
+        return any(
+            t.verdict is not None
+            and t.verdict.category == "machine-screening"
+            and t.verdict.strength > HINT_WEIGHT
+            for t in self.s.turns[len(self.s.turns) - unanswered :]
+        )
 
     def _tone_turn(self) -> int:
         # a tone is newer evidence than every turn heard before it: classifier
@@ -509,6 +562,9 @@ class AmdDetector:
         if s.speaking or not pending:
             return []
         latest = pending[-1]
+        wait_words = self._words_pending_after(latest, t)
+        if wait_words is not None:
+            return [ArmTimer("settle", wait_words)]
         for older in pending[:-1]:
             older.settled = True  # superseded by the latest turn
         out: list[Output] = [

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.core.messages import AmdCategory
-from amd.cues import carrier_cues, menu_cues
+from amd.cues import carrier_cues, menu_cues, screener_cues
 from amd.fsm import Prediction
 from amd.tolerance import FUNCTION_WORDS, split_glued, word_quality
 
@@ -197,6 +197,8 @@ IVR_STRONG: tuple[str, ...] = (
     "your party's extension",
     "enter the extension",
     "you can say things like",
+    # "Please choose from the following options" ("... tune from the following option")
+    "the following options",
     "say the name of the department",
     "say the name of the person",
     "in a few words",
@@ -439,7 +441,11 @@ def _match_tokens(tokens: Sequence[str], offset: int = 0) -> list[PhraseHit]:
         if key not in fuzzy or h.strength > fuzzy[key].strength:
             fuzzy[key] = h
     hits += fuzzy.values()
-    for cue_category, label, start, strength in (*menu_cues(tokens), *carrier_cues(tokens)):
+    for cue_category, label, start, strength in (
+        *menu_cues(tokens),
+        *carrier_cues(tokens),
+        *screener_cues(tokens),
+    ):
         hits.append(PhraseHit(cue_category, label, offset + start, strength))  # type: ignore[arg-type]
     hits.sort(key=lambda h: (h.start_word, -h.strength, h.phrase))
     return hits

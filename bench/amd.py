@@ -151,10 +151,16 @@ async def run_mode(
         row = _row(call, replayed)
         mark = "ok " if row.got == row.expected else "MISS"
         decided = f"{row.decided_at:.2f}" if row.decided_at is not None else "-"
+        # a person's decision delay after their line / after the voice in it
+        after = (
+            f" after {row.human_delay:.2f}/{row.voice_delay or 0.0:.2f}"
+            if row.got == "human" and row.human_delay is not None
+            else ""
+        )
         print(
             f"  {mark} {row.name:<44} expected {row.expected or '-':<20} got {row.got:<20} "
             f"decided {decided:<7} "
-            f"wall {row.wall:.1f}s",
+            f"wall {row.wall:.1f}s{after}",
             flush=True,
         )
         rows.append(row)

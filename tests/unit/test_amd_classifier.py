@@ -85,6 +85,16 @@ def test_long_voicemail_like_turn_with_hints_is_a_machine() -> None:
     assert not v.person_markers
 
 
+def test_please_leave_without_what_to_leave_is_no_voicemail_lean() -> None:
+    # a receptionist's "Thanks for calling Oakridge Pharmacy, this is Devon" as whisper
+    # heard it in espeak-ng en-029: the voicemail message went to the person
+    v = score_turn(["Thanks for calling your Twitch family. Please leave me a comment."])
+    assert v.category == "human"
+    # with a second hint it still leans voicemail
+    v = score_turn(["You have reached the Millers, please leave me a comment."])
+    assert v.category == "machine-vm" and v.confidence < 0.85
+
+
 def test_long_announcement_without_phrases_leans_machine() -> None:
     v = score_turn(
         [

@@ -464,6 +464,109 @@ def test_beep_after_a_screener_announced_the_tone_is_not_voicemail() -> None:
     assert call.detector.stage == "machine-screening"
 
 
+def test_beep_right_after_a_screeners_garbled_tone_prompt_is_not_voicemail() -> None:
+    """Whisper lost "the tone" of the prompt (espeak-ng en-us): the screener asked for
+    our name and waits for it, so the tone that follows is its prompt tone."""
+    call = Timeline()
+    call.answered(0.0)
+    call.say(
+        0.5, 4.5, "Please, say your name after Macomb, and I'll see if this person is available."
+    )
+    assert call.detector.stage == "machine-screening"
+    call.tone(5.3, "beep", 4.8, 5.2)
+    p = call.predictions[-1]
+    assert p.category == "wait" and p.stage == "machine-screening" and p.asks
+    assert call.detector.stage == "machine-screening"
+
+
+def test_a_screeners_ask_for_the_name_before_a_tone_survives_a_lost_verb() -> None:
+    """espeak-ng RP: "say" and "the tone" lost, "after the tone" half kept; the name asked
+    for alone before a tone is the screener's, and its tone is no voicemail beep."""
+    call = Timeline()
+    call.answered(0.0)
+    call.say(
+        0.5,
+        4.3,
+        "Please hear your name after my phone, and I'll see if this person in my mailable.",
+    )
+    assert call.detector.stage == "machine-screening"
+    call.tone(5.0, "beep", 4.4, 4.8)
+    assert call.detector.stage == "machine-screening"
+    assert call.predictions[-1].category == "wait"
+
+
+def test_beep_after_we_answered_the_screener_is_voicemail() -> None:
+    """Once we answered, a tone is the rollover's beep, though its greeting was lost."""
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.5, 4.0, "Please state your name and the reason for your call.")
+    assert call.detector.stage == "machine-screening"
+    call.agent(4.5, 7.0, "Hi, this is Sam from Acme Dental.")
+    call.say(7.5, 9.0, "Jamie is busy at the moment.")
+    call.tone(9.8, "beep", 9.3, 9.7)
+    assert call.detector.stage == "machine-vm"
+
+
+def test_no_verdict_on_a_turn_while_the_speech_after_it_has_not_brought_its_words() -> None:
+    """An intercept in two pieces (espeak-ng en-us): the first piece has no machine
+    words left; deciding it when the second piece's speech ends, before its words
+    arrive, would start the agent talking to the carrier."""
+    call = Timeline(AmdConfig())
+    call.answered(0.0)
+    call.say(0.5, 4.6, "The subscriber, you can dial the not- never-noire-noire-noire-", 4.63)
+    # the second piece: the VAD reports its end 0.3 s late, its words come after that
+    call._at(4.66, call.detector.speech_started)
+    call._at(7.46, call.detector.speech_stopped, 7.16)
+    call.run_until(7.48)
+    assert call.predictions == []
+    call.transcript(7.49, "Please try again later. Goodbye.")
+    assert [p.category for p in call.predictions] == ["machine-unavailable"]
+    assert call.completed.category == "machine-unavailable"
+
+
+def test_speech_without_words_after_a_turn_delays_its_verdict_by_the_grace_only() -> None:
+    call = Timeline(AmdConfig())
+    call.answered(0.0)
+    call.say(0.5, 3.5, "We will be in touch with the new rooms on Friday.", 3.53)
+    call.noise(3.6, 4.0)  # a cough: no words ever come
+    call.run_until(5.4)
+    assert call.predictions == []
+    call.run_until(5.6)
+    (p,) = call.predictions
+    assert (p.category, p.provisional) == ("human", True)
+    assert p.at == pytest.approx(4.0 + 1.5)
+
+
+def test_a_menu_in_the_words_the_final_transcript_dropped_counts() -> None:
+    """espeak-ng en-us: whisper's final pass dropped the menu the interim had read."""
+    call = Timeline()
+    call.answered(0.0)
+    call._at(0.6, call.detector.speech_started)
+    call._at(10.0, call.detector.speech_stopped, 10.0)
+    heard = (
+        "Hello, and thank you for calling Bay Area Gas. You can also find us online at baygas.com"
+    )
+    interim = (
+        "Hello, and thank you for calling Bay Area Gas. You can also find us online "
+        "at Bay Gas.com if you fail gas, press one now for billing."
+    )
+    call._at(10.03, call.detector.transcript, heard, interim)
+    assert call.detector.stage == "machine-ivr"
+
+
+def test_voicemail_words_only_an_interim_read_do_not_count() -> None:
+    call = Timeline()
+    call.answered(0.0)
+    call._at(0.5, call.detector.speech_started)
+    call._at(3.0, call.detector.speech_stopped, 3.0)
+    call._at(
+        3.03, call.detector.transcript, "Hi, this is Dana.", "Hi, this is Dana, leave a message."
+    )
+    assert call.detector.stage != "machine-vm"
+    call.run_until(5.0)
+    assert call.predictions[-1].category == "human"
+
+
 def test_beep_before_anything_was_said_is_voicemail() -> None:
     call = Timeline()
     call.answered(0.0)

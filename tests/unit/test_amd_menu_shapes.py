@@ -100,7 +100,13 @@ def test_a_directory_prompt_split_across_two_pieces_is_read_from_both() -> None:
 def test_a_language_named_before_a_damaged_key_verb_is_a_language_menu() -> None:
     assert _verdict("Tarot and your pre-men not for English pre-run.") == "machine-ivr"
     assert _verdict("For English, prezware, parafan, yolk, or premaku.") == "machine-ivr"
+    # third round (espeak-ng en-us): "press" heard as "pray" / "prayer"
+    assert _verdict("for English prayer, prayer, prayer, prayer.") == "machine-ivr"
+    assert _verdict("For English, pray at once.") == "machine-ivr"
     assert _verdict("Hello? Yes, for English class. Who is this?") is None
+    # a reply that names a language is no selection
+    assert _verdict("In English, great, thanks.") is None
+    assert _verdict("For English, great. Who is this?") is None
 
 
 @pytest.mark.parametrize(
@@ -117,6 +123,11 @@ def test_a_language_named_before_a_damaged_key_verb_is_a_language_menu() -> None
         "The customer not holding cannot reach that time. Please try again later.",
         "Therefore, if y'all come not be completing a Nile, please get number and try again.",
         "Please stand up and try again.",
+        # third round (espeak-ng en-us): "the number you have dialed" keeps only its
+        # relative clause; the state comes in the next piece
+        "But the primer you can dial the not better their moist may lock yet. "
+        "Please try again later. Goodbye.",
+        "But the primer you can file did not enable at the moment. Please try again later.",
     ],
 )
 def test_carrier_wording_that_survives_is_an_intercept(heard: str) -> None:
@@ -132,6 +143,9 @@ def test_a_carrier_message_split_across_two_pieces_is_read_from_the_pair() -> No
 def test_a_person_putting_us_off_is_no_carrier() -> None:
     assert _verdict("She's not available, try again later.") is None
     assert _verdict("He stepped out. Can you call later?") is None
+    # "the <thing> you <did>" is a carrier's party only when we dialled it
+    assert _verdict("The part you ordered is not in yet, try again later.") is None
+    assert _verdict("The one you can file is gone, sorry.") is None
 
 
 def test_a_verbless_option_list_counts_its_keys_up() -> None:
@@ -203,3 +217,33 @@ def test_please_leave_alone_is_no_voicemail() -> None:
     assert _verdict("Please leave a message.") == "machine-vm"
     assert _verdict("Please leave your name and number after the tone.") == "machine-vm"
     assert _verdict("Please leave", "a message after the tone.") == "machine-vm"
+
+
+@pytest.mark.parametrize(
+    ("heard", "category"),
+    [
+        # espeak-ng RP: "Please say your name after the tone, and I'll see if ..."
+        (
+            "Please hear your name after my phone, and I'll see if this person in my mailable.",
+            "machine-screening",
+        ),
+        # a voicemail asks to leave the name, and with the number
+        ("Please leave your name after the tone.", "machine-vm"),
+        ("Please leave your number and your name after the beep.", "machine-vm"),
+        # a person asking for a name
+        ("Can I get your name at all?", None),
+        ("Sorry, what was your name again?", None),
+        ("What's your name after all this time?", None),
+    ],
+)
+def test_a_name_asked_for_alone_before_a_tone_is_a_screener(
+    heard: str, category: str | None
+) -> None:
+    assert _verdict(heard) == category
+
+
+def test_a_menu_announcing_its_options_is_a_menu_with_its_verb_lost() -> None:
+    # espeak-ng en-029: "Please choose from the following options." as heard
+    assert _verdict("Please tune from the following option.") == "machine-ivr"
+    assert _verdict("Please choose from the following options.") == "machine-ivr"
+    assert _verdict("I'm off from the following Monday, who is this?") is None
