@@ -512,26 +512,26 @@ class AmdDetector:
     def _screener_announced_tone(self) -> bool:
         """Whether a tone now is the screener's prompt tone, not a voicemail beep.
 
-        The screener named it ("say your name after the tone"), or its request for our
-        name is the last thing said and we have not answered it yet: whisper loses
-        "the tone" of a garbled prompt ("say your name after Macomb"), and a screener
-        waiting for our name does not hand over to a voicemail before we spoke (a
-        rollover greets first: "You can leave a message after the tone").
+        The screener named it ("say your name after the tone"), or the last thing said
+        is its request for our name and we have not answered: whisper loses "the tone"
+        of a garbled prompt ("say your name after Macomb"), and a screener waiting for
+        our name does not hand over to a voicemail before we spoke. Anything said after
+        the request (a rollover: "... You can leave a message after the tone") makes the
+        tone a beep again.
         """
-        last = self.s.turns[-1].text if self.s.turns else ""
-        words = normalise(last).split()
+        last = self.s.turns[-1] if self.s.turns else None
+        if last is None:
+            return False
+        words = normalise(last.text).split()
         if "tone" in words or "beep" in words:
             return True
-        unanswered = 0
-        for role, _ in reversed(self.s.context):
-            if role != "callee":
-                break
-            unanswered += 1
-        return any(
-            t.verdict is not None
-            and t.verdict.category == "machine-screening"
-            and t.verdict.strength > HINT_WEIGHT
-            for t in self.s.turns[len(self.s.turns) - unanswered :]
+        answered = bool(self.s.context) and self.s.context[-1][0] != "callee"
+        v = last.verdict
+        return (
+            not answered
+            and v is not None
+            and v.category == "machine-screening"
+            and v.strength > HINT_WEIGHT
         )
 
     def _tone_turn(self) -> int:

@@ -479,6 +479,20 @@ def test_beep_right_after_a_screeners_garbled_tone_prompt_is_not_voicemail() -> 
     assert call.detector.stage == "machine-screening"
 
 
+def test_a_rollover_beep_is_voicemail_though_we_never_answered_the_screener() -> None:
+    """espeak-ng en-029: the agent did not answer, the screener went on and handed over
+    to a voicemail whose words whisper lost; the beep is that voicemail's."""
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.5, 5.5, "Before I connect you, please save your name and the reason for your call.")
+    call.say(18.0, 19.0, "Thank you.")
+    call.say(21.0, 24.8, "I'm sorry, the person you're calling in on a male level.")
+    call.say(25.4, 28.0, "Please leave my missing after the bead.")
+    assert call.detector.stage == "machine-screening"
+    call.tone(29.1, "beep", 28.4, 28.9)
+    assert call.detector.stage == "machine-vm"
+
+
 def test_a_screeners_ask_for_the_name_before_a_tone_survives_a_lost_verb() -> None:
     """espeak-ng RP: "say" and "the tone" lost, "after the tone" half kept; the name asked
     for alone before a tone is the screener's, and its tone is no voicemail beep."""
