@@ -48,6 +48,9 @@ AMD_DECISION = Choice(
         "machine-vm": "a voicemail greeting or recording that takes a message",
         "machine-ivr": "an automated menu that wants keys or spoken choices",
         "machine-screening": "an automated screener asking for the caller's name or reason",
+        # the lexical model answers it when a carrier hint ("try again later") leans the
+        # turn machine; without the option its answer failed and the turn stayed undecided
+        "machine-unavailable": "a carrier recording saying the call cannot go through",
         "wait": "hold music, 'please hold', 'one moment': nothing to decide yet",
     },
 )

@@ -95,6 +95,18 @@ def test_please_leave_without_what_to_leave_is_no_voicemail_lean() -> None:
     assert v.category == "machine-vm" and v.confidence < 0.85
 
 
+async def test_a_carrier_hint_that_leans_machine_is_answered_as_unavailable() -> None:
+    # espeak-ng RP: a carrier's "... has not set up their voicemail. Please try again
+    # later" came back as this alone; the lexical answer was not among the options, so
+    # the model failed and the call ended undecided
+    text = history_input(
+        stage="uncertain", turns=[("callee", "Please try again later. Don't lie.")]
+    )
+    resp = await LexicalAmdModel().evaluate(input=text, decisions={"category": AMD_DECISION})
+    assert resp.errors == {}
+    assert resp.results["category"].value == "machine-unavailable"
+
+
 def test_long_announcement_without_phrases_leans_machine() -> None:
     v = score_turn(
         [
