@@ -82,6 +82,10 @@ HOW: dict[str, Run | Parse | Skip | Synopsis] = {
     "--voices V SUBSET": Skip(
         "a template (docs/amd.md names each voice V and the calls of SUBSET); audio: minutes"
     ),
+    "nice -n 19 .venv/bin/python bench/amd.py --mode audio --config bench/amd-agent.yaml "
+    "--voices V tests/calls/amd tests/calls/amd-voices": Skip(
+        "a template (docs/amd.md names each voice V); both suites in audio: half an hour a voice"
+    ),
     ".venv/bin/python -m agent replay tests/calls --text-only --json --speed max": Run(
         local_llm=True
     ),
