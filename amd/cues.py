@@ -216,6 +216,16 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
             if (i > 0 and tokens[i - 1] == "continue")
             or _selects(next((t for t in tokens[i + 2 : i + 4] if t != "please"), ""))
         ]
+        # or a language right before its key verb and key, however the preposition
+        # before it came out ("the English present, one", "in the English prayer one")
+        chosen += [
+            i
+            for i in range(len(tokens) - 2)
+            if tokens[i] in _LANGUAGES
+            and tokens[i + 1] not in _SELECT_WORDS
+            and _selects(tokens[i + 1])
+            and tokens[i + 2].isdigit()
+        ]
         if chosen:
             cues.append(("machine-ivr", "language menu: a language to select", chosen[0], 1.0))
     welcome = next(
@@ -228,6 +238,9 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
         cues.append(("machine-ivr", "menu prompt: a business asks why you call", welcome, 1.0))
     return cues
 
+
+#: Plain words that select but are no key verb ("English, stay on the line").
+_SELECT_WORDS = frozenset({"stay", "remain", "hold"})
 
 #: What selecting a language in a menu takes, right after the language is named.
 _SELECT = frozenset({"stay", "remain", "hold", "press", "dial", "say", "oprima", "marque"})

@@ -104,6 +104,13 @@ def test_a_language_named_before_a_damaged_key_verb_is_a_language_menu() -> None
     assert _verdict("for English prayer, prayer, prayer, prayer.") == "machine-ivr"
     assert _verdict("For English, pray at once.") == "machine-ivr"
     assert _verdict("Hello? Yes, for English class. Who is this?") is None
+    # the language right before its damaged key verb and key, whatever came before it
+    # (espeak-ng RP and en-029, "For service in English, press one. Pour le service ...")
+    assert _verdict("Welcome to the English present, one of all of them is in France.") == (
+        "machine-ivr"
+    )
+    assert _verdict("or so, in the English prayer one.") == "machine-ivr"
+    assert _verdict("I speak English, pretty well, 2 languages actually.") is None
     # a reply that names a language is no selection
     assert _verdict("In English, great, thanks.") is None
     assert _verdict("For English, great. Who is this?") is None
