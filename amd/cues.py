@@ -228,6 +228,28 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
         ]
         if chosen:
             cues.append(("machine-ivr", "language menu: a language to select", chosen[0], 1.0))
+    reached = next(
+        (
+            i
+            for i, t in enumerate(tokens)
+            if t == "reached" or (t == "reach" and i > 0 and tokens[i - 1] == "you")
+        ),
+        None,
+    )
+    if reached is not None:
+        # a recording's "you've reached X" asking which department: a spoken menu (its
+        # "just say sales, service or parts" is what the recogniser loses first); a
+        # receptionist asks it without announcing where we called
+        ask = next(
+            (
+                j
+                for j in range(reached + 1, len(tokens) - 1)
+                if tokens[j] == "which" and tokens[j + 1].startswith("department")
+            ),
+            None,
+        )
+        if ask is not None:
+            cues.append(("machine-ivr", "menu prompt: a recording asks which department", ask, 1.0))
     welcome = next(
         (i for i in range(len(tokens)) for w in _WELCOME if _prompt_at(tokens, i, w)), None
     )

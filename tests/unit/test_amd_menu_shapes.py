@@ -254,3 +254,28 @@ def test_a_menu_announcing_its_options_is_a_menu_with_its_verb_lost() -> None:
     assert _verdict("Please tune from the following option.") == "machine-ivr"
     assert _verdict("Please choose from the following options.") == "machine-ivr"
     assert _verdict("I'm off from the following Monday, who is this?") is None
+
+
+@pytest.mark.parametrize(
+    ("heard", "category"),
+    [
+        # "You've reached Lakeview Motors. Which department would you like? Just say
+        # sales, service, or parts." in Piper, RP and en-029: "say" and the list are lost
+        (
+            "You've reached Lakeview Motors, which department would you like? just a sales "
+            "service or parts.",
+            "machine-ivr",
+        ),
+        (
+            "You reach, break new motors. Which departments would you like? So, meet all past.",
+            "machine-ivr",
+        ),
+        # a receptionist asks it without announcing where we called
+        ("Lakeview Motors, which department would you like?", None),
+        ("I couldn't reach him. Which department was that?", None),
+    ],
+)
+def test_a_recording_asking_which_department_is_a_spoken_menu(
+    heard: str, category: str | None
+) -> None:
+    assert _verdict(heard) == category
