@@ -50,15 +50,11 @@ def _default_paths() -> tuple[str, str]:
 
 
 def _voice_files(model_path: str | None, config_path: str | None) -> tuple[str, str]:
-    """The voice's ONNX and JSON paths, checked to exist."""
+    """The voice's ONNX and JSON paths (the bundled voice's when ``model_path`` is None)."""
     if model_path is None:
         model_path, default_config = _default_paths()
         config_path = config_path or default_config
-    config_path = config_path or f"{model_path}.json"
-    for p in (model_path, config_path):
-        if not Path(p).is_file():
-            raise FileNotFoundError(f"piper voice file not found: {p}")
-    return model_path, config_path
+    return model_path, config_path or f"{model_path}.json"
 
 
 def load_piper_voice(model_path: str | None = None, config_path: str | None = None) -> PiperVoice:
@@ -77,6 +73,9 @@ def load_piper_voice(model_path: str | None = None, config_path: str | None = No
         if voice is None:
             from piper import PiperVoice
 
+            for p in key:
+                if not Path(p).is_file():
+                    raise FileNotFoundError(f"piper voice file not found: {p}")
             started = time.perf_counter()
             voice = PiperVoice.load(key[0], config_path=key[1])
             _VOICES[key] = voice
@@ -96,8 +95,8 @@ def _seeded_voice(model_path: str | None, config_path: str | None, seed: int) ->
 
     import onnxruntime
 
-    base = load_piper_voice(model_path, config_path)
-    onnx_path, _ = _voice_files(model_path, config_path)
+    onnx_path, config_path = _voice_files(model_path, config_path)
+    base = load_piper_voice(onnx_path, config_path)
     with _SEED_LOCK:
         # the kernels read onnxruntime's process-wide seed when the session is built
         onnxruntime.set_seed(seed)
