@@ -265,7 +265,7 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
 _SELECT_WORDS = frozenset({"stay", "remain", "hold"})
 
 #: What selecting a language in a menu takes, right after the language is named.
-_SELECT = frozenset({"stay", "remain", "hold", "press", "dial", "say", "oprima", "marque"})
+_SELECT = _SELECT_WORDS | {"press", "dial", "say", "oprima", "marque"}
 
 
 def _selects(word: str) -> bool:
