@@ -345,10 +345,13 @@ def decode_blocking(
     if fit_window:
         window = min(FULL_WINDOW, max(MIN_WINDOW, math.ceil(seconds + WINDOW_PAD)))
         if window < FULL_WINDOW:
-            # a fitted window can make Whisper loop on what it heard; such a decode
-            # is cut short and done again the usual way
+            # a fitted window can make Whisper loop on what it heard, or lose a short
+            # word altogether (a curt "Yeah?" in a voice it has not heard came back
+            # empty, and the full window heard it); such a decode is cut short and
+            # done again the usual way. Music, tones and noise decode empty in both
+            # windows, so the second decode finds no words where there are none.
             fitted = _decode(*args, window=window, max_new_tokens=_token_cap(seconds))
-            if not looks_looped(fitted.text, seconds):
+            if fitted.text and not looks_looped(fitted.text, seconds):
                 return fitted
     return _decode(*args, window=None, max_new_tokens=None)
 
