@@ -160,6 +160,9 @@ UNAVAILABLE_STRONG: tuple[str, ...] = (
     "all circuits are busy",
     "cannot accept messages",
     "cannot accept any messages",
+    # the carrier's own frame: it survives when the recogniser loses the noun ("is
+    # full and cannot accept any medicine")
+    "full and cannot accept",
     "not accepting messages",
     "could not be completed",
     "call cannot be completed",

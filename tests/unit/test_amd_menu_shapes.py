@@ -135,6 +135,9 @@ def test_a_language_named_before_a_damaged_key_verb_is_a_language_menu() -> None
         "But the primer you can dial the not better their moist may lock yet. "
         "Please try again later. Goodbye.",
         "But the primer you can file did not enable at the moment. Please try again later.",
+        # fourth round (espeak-ng RP): "The mailbox is full and cannot accept any
+        # messages at this time", its nouns lost
+        "Let me lock in full and cannot accept any medicine in this time, don't lie.",
     ],
 )
 def test_carrier_wording_that_survives_is_an_intercept(heard: str) -> None:
@@ -153,6 +156,8 @@ def test_a_person_putting_us_off_is_no_carrier() -> None:
     # "the <thing> you <did>" is a carrier's party only when we dialled it
     assert _verdict("The part you ordered is not in yet, try again later.") is None
     assert _verdict("The one you can file is gone, sorry.") is None
+    # a full practice is no full mailbox
+    assert _verdict("Sorry, we're fully booked and cannot accept new patients.") is None
 
 
 def test_a_verbless_option_list_counts_its_keys_up() -> None:
