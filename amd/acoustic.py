@@ -133,8 +133,9 @@ class _ToneTracker:
         self.bin_hz = sr / self.n
         self._win = np.hanning(self.n).astype(np.float32)
         self._buf = np.zeros(self.n, dtype=np.float32)
-        self._lo = max(1, int(min(300.0, low_hz * 0.8) / self.bin_hz))
-        self._hi = min(self.n // 2, int(min(3400.0, sr / 2 * 0.85) / self.bin_hz) + 1)
+        self.band_hz = (min(300.0, low_hz * 0.8), min(3400.0, sr / 2 * 0.85))
+        self._lo = max(1, int(self.band_hz[0] / self.bin_hz))
+        self._hi = min(self.n // 2, int(self.band_hz[1] / self.bin_hz) + 1)
         self.concentration = concentration
         # -60 dBFS RMS in the band: quieter windows are never tonal.
         self._min_power = (10 ** (-60 / 10)) * (self.n * 0.375) * self.n / 2
@@ -259,21 +260,32 @@ class _ToneTracker:
                 frac = (e0 - half) / (e0 - e1) if e0 > e1 else 1.0
                 end = centres[i] + frac * (centres[i + 1] - centres[i])
                 break
-        return start, end, _frequencies(np.concatenate(run.audio), self._hopper.sample_rate)
+        audio = np.concatenate(run.audio)
+        return start, end, _frequencies(audio, self._hopper.sample_rate, self.band_hz)
 
 
-def _frequencies(x: np.ndarray, sample_rate: int) -> list[float]:
-    """Returns the one or two strong frequencies of a tone, ascending."""
+def _frequencies(
+    x: np.ndarray, sample_rate: int, band_hz: tuple[float, float] = (300.0, 3400.0)
+) -> list[float]:
+    """Returns the one or two strong frequencies of a tone in ``band_hz``, ascending.
+
+    Only the band the tonal test looked at is searched: a line's DC offset or a
+    low rumble under the tone is stronger than the tone at 0 Hz, and is not it.
+    """
     n_fft = max(1 << int(np.ceil(np.log2(x.size * 4))), 8192)
-    mag = np.abs(np.fft.rfft(x * np.hanning(x.size), n_fft))
+    full = np.abs(np.fft.rfft(x * np.hanning(x.size), n_fft))
+    lo = max(1, int(band_hz[0] * n_fft / sample_rate))
+    hi = min(full.size - 1, int(band_hz[1] * n_fft / sample_rate) + 1)
+    mag = np.zeros_like(full)
+    mag[lo:hi] = full[lo:hi]
     lobe = int(4.0 * n_fft / x.size) + 1
-    k1 = int(np.argmax(mag))
+    k1 = lo + int(np.argmax(mag[lo:hi]))
     q = mag.copy()
     q[max(k1 - lobe, 0) : k1 + lobe + 1] = 0.0
-    k2 = int(np.argmax(q))
-    found = [k1] + ([k2] if q[k2] >= 0.25 * mag[k1] else [])
+    k2 = lo + int(np.argmax(q[lo:hi]))
+    found = [k1] + ([k2] if q[k2] > 0 and q[k2] >= 0.25 * mag[k1] else [])
     hz = []
-    logm = np.log(mag + 1e-12)
+    logm = np.log(full + 1e-12)
     for k in found:
         a, b, c = logm[k - 1 : k + 2]
         d = a - 2 * b + c

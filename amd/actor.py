@@ -85,20 +85,41 @@ class ToneListener:
         self._publish = publish
         self._call_id = call_id
         self.max_seconds = config.beep_max_seconds
-        self.beeps = BeepDetector(
-            sample_rate,
-            min_seconds=config.beep_min_seconds,
-            low_hz=config.beep_low_hz,
-            high_hz=config.beep_high_hz,
-        )
-        self.sit = SitDetector(sample_rate)
+        self._new_detectors()
+        self._failed = False
         self._pending: BeepEvent | None = None
         self._pending_loud = False
         self._levels: deque[tuple[float, float]] = deque(maxlen=150)  # 3 s of 20 ms frames
         self._music_until = -1.0
         self.active = False
 
+    def _new_detectors(self) -> None:
+        self.beeps = BeepDetector(
+            self.sample_rate,
+            min_seconds=self.cfg.beep_min_seconds,
+            low_hz=self.cfg.beep_low_hz,
+            high_hz=self.cfg.beep_high_hz,
+        )
+        self.sit = SitDetector(self.sample_rate)
+
     def push(self, t: float, samples: np.ndarray) -> None:
+        """Feeds one callee frame. Never raises: the transport calls this from the
+        session's audio path, and a fault here must not stop the call's audio."""
+        try:
+            self._push(t, samples)
+        except Exception:
+            # the frame that broke a detector is dropped with its state; tones
+            # are listened for again from the next frame
+            if not self._failed:
+                logger.exception(
+                    "tone detection failed; its state is reset",
+                    extra={"call_id": self._call_id},
+                )
+            self._failed = True
+            self._new_detectors()
+            self._pending = None
+
+    def _push(self, t: float, samples: np.ndarray) -> None:
         if not self.active or len(samples) == 0:
             return
         level = 10 * math.log10(float(np.mean(samples * samples)) + 1e-12)

@@ -7,6 +7,7 @@ import pytest
 
 from agent.core.messages import AmdTone
 from agent.telephony.sim.tones import dtmf_tones, silence, sit_tone, tone
+from amd.acoustic import BeepDetector
 from amd.actor import ToneListener
 from amd.config import AmdConfig
 
@@ -144,3 +145,47 @@ async def test_nothing_is_published_while_inactive(sr: int) -> None:
     )
     assert listen(x, sr, active=False) == []
     assert [m.tone for m in listen(x, sr)] == ["beep", "sit"]
+
+
+@pytest.mark.parametrize("sr", RATES)
+@pytest.mark.parametrize("under", ["offset", "rumble"])
+def test_a_tone_over_a_dc_offset_or_a_rumble_is_read_at_its_own_frequency(
+    sr: int, under: str
+) -> None:
+    """A run's frequencies are read in the band the tonal test looked at. At 0 Hz a
+    line's DC offset (or a slow rumble) can be the strongest peak of the run's long
+    FFT: that once raised out of the detector (a male voice's held 310 + 360 Hz over
+    an offset of 0.005), and the tone detection took the call's audio down with it."""
+    x = np.concatenate([silence(0.5, sr), 0.5 * tone(1000, 0.5, sr), silence(1.0, sr)])
+    t = np.arange(x.size) / sr
+    low = 0.2 if under == "offset" else 0.2 * np.cos(2 * np.pi * 2 * t)
+    detector = BeepDetector(sr)
+    n = round(0.02 * sr)
+    y = (x + low).astype(np.float32)
+    events = [e for i in range(0, y.size - n + 1, n) for e in detector.push(y[i : i + n], i / sr)]
+    (beep,) = events
+    assert beep.hz == pytest.approx((1000.0,), abs=5)
+    assert beep.start == pytest.approx(0.5, abs=0.03)
+
+
+async def test_a_fault_in_tone_detection_does_not_raise_into_the_audio_path() -> None:
+    """The transport feeds frames from the session's audio task: a detector that raises
+    loses its state and the frame, and the next beep is heard all the same."""
+    sr = 8000
+    published: list[AmdTone] = []
+    listener = ToneListener(sr, AmdConfig(), published.append, "call_1")
+    listener.active = True
+    broken = listener.beeps
+
+    def fault(*args: object) -> list[object]:
+        raise ValueError("broken")
+
+    broken.push = fault  # type: ignore[method-assign]
+    n = round(0.02 * sr)
+    x = np.concatenate([silence(0.5, sr), tone(1000, 0.5, sr), silence(1.0, sr)])
+    listener.push(T0, x[:n])  # raises inside, not out
+    assert listener.beeps is not broken
+    for i in range(n, x.size - n + 1, n):
+        listener.push(T0 + i / sr, x[i : i + n])
+    (beep,) = published
+    assert beep.tone == "beep" and beep.start == pytest.approx(T0 + 0.5, abs=0.03)
