@@ -40,7 +40,14 @@ from agent.core.timers import ArmTimer, CancelTimer
 
 from .config import AmdConfig
 from .fsm import Prediction, StageMachine
-from .phrases import HINT_WEIGHT, PhraseVerdict, classify_phrases, match, normalise
+from .phrases import (
+    HINT_WEIGHT,
+    PhraseVerdict,
+    classify_phrases,
+    is_acknowledgment,
+    match,
+    normalise,
+)
 
 __all__ = [
     "AmdDetector",
@@ -509,6 +516,14 @@ class AmdDetector:
         until = pending + self.cfg.transcript_grace
         return until if t + 1e-6 < until else None
 
+    def _gatekeeper_asked(self) -> bool:
+        """Whether the turn the provisional person was decided on asked who we are
+        ("Can I ask who's calling?"): a screener's or a receptionist's question."""
+        turn = self.s.provisional_turn
+        if turn is None or not 0 <= turn < len(self.s.turns):
+            return False
+        return any(h.category == "machine-screening" for h in match(self.s.turns[turn].text))
+
     def _screener_announced_tone(self) -> bool:
         """Whether a tone now is the screener's prompt tone, not a voicemail beep.
 
@@ -638,7 +653,19 @@ class AmdDetector:
                     # (the recogniser hands one utterance over in pieces), answer nothing
                     and not self._said_before_agent(this)
                 )
-                if answers_us and category != "wait":
+                # "Got it." to a gatekeeper's "who's calling?" is what a screener says
+                # before it hands us to a mailbox, and what a receptionist says before a
+                # transfer: it shows nobody yet, so the window starts again from it
+                acknowledged = (
+                    answers_us
+                    and this is not None
+                    and self._gatekeeper_asked()
+                    and is_acknowledgment(this.text)
+                )
+                if acknowledged:
+                    s.confirm_due = False
+                    out.append(ArmTimer("confirm", t + self.cfg.human_confirm_window))
+                elif answers_us and category != "wait":
                     return self._confirm(t, "the callee answered without voicemail evidence")
                 # still provisional: a recording talking over us, or a hold
                 out.append(
@@ -656,7 +683,7 @@ class AmdDetector:
                         asks=asks,
                     )
                 )
-                return [*out, *self._maybe_confirm(t)]
+                return out if acknowledged else [*out, *self._maybe_confirm(t)]
         if s.done:
             return out
         old = self.fsm.stage

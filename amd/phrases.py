@@ -42,6 +42,7 @@ __all__ = [
     "PhraseHit",
     "PhraseVerdict",
     "classify_phrases",
+    "is_acknowledgment",
     "match",
     "normalise",
 ]
@@ -297,6 +298,32 @@ _MISHEARD = {"to": "2", "too": "2", "for": "4", "won": "1", "tree": "3", "free":
 def misheard_keys(text: str) -> str:
     """Rewrites "press to," as "press 2," (and the other key homophones), in lower case."""
     return _MISHEARD_KEY.sub(lambda m: f"{m.group(1)} {_MISHEARD[m.group(2)]}", text.lower())
+
+
+#: Words of a bare acknowledgment ("Got it.", "Okay, one moment please.", "Thank you,
+#: please hold."): said by a person and by a screener alike, so they show neither.
+ACKNOWLEDGMENT_WORDS: frozenset[str] = frozenset(
+    "got it okay ok alright all right thanks thank you sure great perfect noted "
+    "understood one 1 moment please hold on just a second sec minute mhm hmm uh huh "
+    "i see cool and so".split()
+)
+
+
+def is_acknowledgment(text: str) -> bool:
+    """Whether ``text`` is a bare acknowledgment and nothing more.
+
+    At most six words, all of :data:`ACKNOWLEDGMENT_WORDS` but one, and that one
+    only after two that are ("Got it, Ethan.": a name, or a garbled first word of
+    what came next). A question, an answer ("Yes, speaking.") or anything longer is
+    not one.
+    """
+    if "?" in text:
+        return False
+    words = normalise(text).split()
+    if not words or len(words) > 6:
+        return False
+    others = [w for w in words if w not in ACKNOWLEDGMENT_WORDS]
+    return not others or (len(others) == 1 and len(words) - 1 >= 2 and words[-1] == others[0])
 
 
 def normalise(text: str) -> str:

@@ -299,6 +299,62 @@ def test_a_reply_after_the_agent_finished_without_voicemail_evidence_confirms_th
     assert call.completed_at() == pytest.approx(4.5)  # well before the confirm window
 
 
+def gatekeeper() -> Timeline:
+    """A question for our name whose screener wording was lost ("I'm a call assistant
+    for Jamie" heard as "I'm a coalition for gaming"): a provisional person, answered."""
+    call = Timeline()
+    call.answered(0.0)
+    heard = "Hi, I'm a coalition for gaming. Can I ask who's calling and what it's about?"
+    call.say(0.5, 4.5, heard)
+    call.run_until(5.6)
+    assert call.detector.stage == "human" and call.detector.provisional
+    call.agent(5.6, 10.0, "Hi, this is Sam from Acme Dental, calling about your appointment.")
+    return call
+
+
+def test_an_acknowledgment_of_our_name_does_not_confirm_a_gatekeepers_person() -> None:
+    """A screener says "Got it." and rolls over to a mailbox; the mailbox corrects it."""
+    call = gatekeeper()
+    call.say(10.5, 11.0, "Got it.")
+    call.run_until(11.6)
+    assert call.completions == [] and call.detector.provisional
+    call.say(12.0, 16.0, "Jamie's busy at the moment. You can leave a message after the tone.")
+    assert call.detector.stage == "machine-vm"
+    call.tone(16.8, "beep", 16.3, 16.8)
+    call.voicemail_left(25.0)
+    assert call.completed.category == "machine-vm"
+
+
+@pytest.mark.parametrize(
+    "reply", ["Yes, this is Jamie. What can I do for you?", "Sure, go ahead.", "Okay, bye."]
+)
+def test_a_gatekeepers_person_who_says_more_than_an_acknowledgment_is_confirmed(
+    reply: str,
+) -> None:
+    call = gatekeeper()
+    call.say(10.5, 12.0, reply)
+    call.run_until(12.6)
+    assert call.completed.category == "human"
+    assert call.completed.decided_at == pytest.approx(5.5)
+
+
+def test_an_acknowledgment_confirms_a_person_who_did_not_ask_who_we_are() -> None:
+    call = hello()
+    call.agent(1.8, 3.0, "Hi, this is Sam from Acme. Is this Dana?")
+    call.say(3.4, 4.0, "Got it.")
+    call.run_until(4.6)
+    assert call.completed.category == "human"
+
+
+def test_a_gatekeepers_acknowledged_person_is_confirmed_when_the_window_passes() -> None:
+    """A receptionist's "One moment, please." then hold: a person all the same."""
+    call = gatekeeper()
+    call.say(10.5, 11.5, "One moment, please.")
+    call.run_until(30.0)
+    assert call.completed.category == "human"
+    assert call.completed.decided_at == pytest.approx(5.5)
+
+
 def test_confirm_window_ending_while_the_agent_talks_waits_for_the_agent_to_finish() -> None:
     call = hello()
     cfg = SCRIPTED
