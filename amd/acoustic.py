@@ -133,9 +133,8 @@ class _ToneTracker:
         self.bin_hz = sr / self.n
         self._win = np.hanning(self.n).astype(np.float32)
         self._buf = np.zeros(self.n, dtype=np.float32)
-        self.band_hz = (min(300.0, low_hz * 0.8), min(3400.0, sr / 2 * 0.85))
-        self._lo = max(1, int(self.band_hz[0] / self.bin_hz))
-        self._hi = min(self.n // 2, int(self.band_hz[1] / self.bin_hz) + 1)
+        self._lo = max(1, int(min(300.0, low_hz * 0.8) / self.bin_hz))
+        self._hi = min(self.n // 2, int(min(3400.0, sr / 2 * 0.85) / self.bin_hz) + 1)
         self.concentration = concentration
         # -60 dBFS RMS in the band: quieter windows are never tonal.
         self._min_power = (10 ** (-60 / 10)) * (self.n * 0.375) * self.n / 2
@@ -260,22 +259,22 @@ class _ToneTracker:
                 frac = (e0 - half) / (e0 - e1) if e0 > e1 else 1.0
                 end = centres[i] + frac * (centres[i + 1] - centres[i])
                 break
-        audio = np.concatenate(run.audio)
-        return start, end, _frequencies(audio, self._hopper.sample_rate, self.band_hz)
+        return start, end, _frequencies(np.concatenate(run.audio), self._hopper.sample_rate)
 
 
-def _frequencies(
-    x: np.ndarray, sample_rate: int, band_hz: tuple[float, float] = (300.0, 3400.0)
-) -> list[float]:
-    """Returns the one or two strong frequencies of a tone in ``band_hz``, ascending.
+def _frequencies(x: np.ndarray, sample_rate: int, low_hz: float = 50.0) -> list[float]:
+    """Returns the one or two strong frequencies of a tone, ascending.
 
-    Only the band the tonal test looked at is searched: a line's DC offset or a
-    low rumble under the tone is stronger than the tone at 0 Hz, and is not it.
+    The whole spectrum above ``low_hz`` is searched, so a voice's fundamental below
+    the beep band (the strongest part of most vowels) is what a run of speech
+    reports, and the beep checks reject it. A line's DC offset is removed first,
+    and a slow rumble stays below ``low_hz``: at 0 Hz either can outweigh the tone.
     """
+    x = x - float(np.mean(x))
     n_fft = max(1 << int(np.ceil(np.log2(x.size * 4))), 8192)
     full = np.abs(np.fft.rfft(x * np.hanning(x.size), n_fft))
-    lo = max(1, int(band_hz[0] * n_fft / sample_rate))
-    hi = min(full.size - 1, int(band_hz[1] * n_fft / sample_rate) + 1)
+    lo = max(1, int(low_hz * n_fft / sample_rate))
+    hi = full.size - 1
     mag = np.zeros_like(full)
     mag[lo:hi] = full[lo:hi]
     lobe = int(4.0 * n_fft / x.size) + 1

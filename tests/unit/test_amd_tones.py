@@ -168,6 +168,26 @@ def test_a_tone_over_a_dc_offset_or_a_rumble_is_read_at_its_own_frequency(
     assert beep.start == pytest.approx(0.5, abs=0.03)
 
 
+@pytest.mark.parametrize("sr", RATES)
+@pytest.mark.parametrize("amps", [(1.0, 1.0), (0.7, 1.0), (1.0, 1.0, 0.3)])
+def test_a_held_vowel_whose_fundamental_is_below_the_beep_band_is_no_beep(
+    sr: int, amps: tuple[float, ...]
+) -> None:
+    """The tonal test looks at 300-3,400 Hz, where a 208 Hz voice shows its 416 Hz
+    harmonic; the run's frequency is read over the whole spectrum, so it is 208 Hz
+    and too low for a beep. Read in the band alone it was a 416 Hz beep, and the
+    real beep after "Leave it at the beep." was then ignored as a tone after a tone."""
+    t = np.arange(round(0.4 * sr)) / sr
+    vowel = sum(a * np.sin(2 * np.pi * 208 * (k + 1) * t) for k, a in enumerate(amps))
+    x = np.concatenate([silence(0.3, sr), 0.1 * vowel / max(amps), silence(0.5, sr)])
+    x = x.astype(np.float32)
+    detector = BeepDetector(sr)
+    n = round(0.02 * sr)
+    assert [
+        e for i in range(0, x.size - n + 1, n) for e in detector.push(x[i : i + n], i / sr)
+    ] == []
+
+
 async def test_a_fault_in_tone_detection_does_not_raise_into_the_audio_path() -> None:
     """The transport feeds frames from the session's audio task: a detector that raises
     loses its state and the frame, and the next beep is heard all the same."""
