@@ -164,6 +164,8 @@ class _State:
     #: when the agent first spoke after the provisional verdict
     agent_spoke_at: float | None = None
     agent_speaking: bool = False
+    #: when the agent last started to speak
+    agent_started_at: float | None = None
     speech_overlaps_agent: bool = False
     confirm_due: bool = False
     #: end of the latest speech whose transcript has not arrived yet
@@ -217,8 +219,22 @@ class AmdDetector:
         if s.done or s.answered_at is None:
             return []
         s.speaking = True
+        # the recogniser's VAD cuts a recording that talks on into pieces: a piece
+        # that follows one said over us within the long-greeting pause, with the
+        # agent silent since, was said over us too ("Thank you for calling X."
+        # then a menu that started as we answered and went on once we stopped)
+        continues = (
+            s.speech_overlaps_agent
+            and s.last_speech_end is not None
+            and t - s.last_speech_end <= self.cfg.long_greeting_silence
+            and (
+                s.agent_started_at is None
+                or s.speech_start is None
+                or s.agent_started_at <= s.speech_start
+            )
+        )
         s.speech_start = t
-        s.speech_overlaps_agent = s.agent_speaking
+        s.speech_overlaps_agent = s.agent_speaking or continues
         if not s.heard_words:
             s.heard_words = True  # a long greeting may take longer than the timeout
             return [CancelTimer("settle"), CancelTimer("no_speech")]
@@ -336,6 +352,7 @@ class AmdDetector:
 
     def agent_speech_started(self, t: float) -> list[Output]:
         self.s.agent_speaking = True
+        self.s.agent_started_at = t
         if self.s.provisional_at is not None:
             self.s.agent_spoke_since_provisional = True
             if self.s.agent_spoke_at is None:

@@ -115,6 +115,12 @@ class Timeline:
         self._at(end, self.detector.speech_stopped, end)
         self._at(end if final_at is None else final_at, self.detector.transcript, text)
 
+    def speech_starts(self, t: float) -> list[Output]:
+        return self._at(t, self.detector.speech_started)
+
+    def speech_stops(self, t: float) -> list[Output]:
+        return self._at(t, self.detector.speech_stopped, t)
+
     def noise(self, start: float, end: float) -> None:
         """Callee audio the VAD takes for speech but that produces no words."""
         self._at(start, self.detector.speech_started)
