@@ -15,6 +15,10 @@ voices and from menus written for the purpose and never replayed, docs/amd.md):
 * **the keys are heard as homophones**: "press to", "pray for", "pre tree";
 * **any word said before two different keys after a purpose** is the verb:
   "for appointments, now one ... now to" ("dial" heard as "now");
+* **the options keep their parallel frame** when verb and key are both lost: "For
+  checking and savings, pray one. For 3d card, 3d food.", "If you have a new
+  patient, see you later on. If you have an existing patient, see you later."
+  (:func:`parallel_options`, read from the text: it needs the sentences);
 * **directory prompts keep their frame**: "if you know ... extension", "for
   doctor Patel ... extension ... 4", "reach
   someone by name", "the first three ... of the last name", "say the name on
@@ -33,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["DAMAGED", "damaged_menu_cues", "is_press_like"]
+__all__ = ["DAMAGED", "damaged_menu_cues", "is_press_like", "parallel_options"]
 
 Cue = tuple[str, str, int, float]
 
@@ -259,3 +263,46 @@ def damaged_menu_cues(tokens: Sequence[str]) -> list[Cue]:
         *_counted_keys(tokens),
         *_directory(tokens),
     ]
+
+
+_SENTENCE = re.compile(r"[^.!?;]+")
+#: How a menu option opens: a purpose ("For billing,"), a condition ("If you are a
+#: new patient,") or an aim ("To speak with an agent,").
+_OPENERS = ("for", "if you", "to")
+
+
+def _option_frame(sentence: str) -> str | None:
+    """The opener of ``sentence`` when it is framed like a menu option: an opener and
+    at most five more words, a comma, then at most five words (the verb and the key,
+    whatever the recogniser made of them)."""
+    head, comma, tail = sentence.partition(",")
+    if not comma:
+        return None
+    head_words = re.findall(r"[a-z0-9']+", head.lower())
+    tail_words = re.findall(r"[a-z0-9']+", tail.lower())
+    if not 1 <= len(tail_words) <= 5 or not 2 <= len(head_words) <= 6:
+        return None
+    text = " ".join(head_words)
+    for opener in _OPENERS:
+        if text.startswith(opener + " ") and len(head_words) > len(opener.split()):
+            return opener
+    return None
+
+
+def parallel_options(text: str) -> list[tuple[str, str, int, float]]:
+    """Two sentences in a row framed like menu options with the same opener.
+
+    Read from the transcript's text, not its words: the frame is the sentence and
+    its comma. One such sentence is no evidence ("For sure, go ahead."); a person
+    answering a call does not open with two in a row.
+
+    Returns:
+        A ``(category, label, start word, strength)`` cue at :data:`DAMAGED`, or none.
+    """
+    sentences = [m for m in _SENTENCE.finditer(text) if m.group().strip()]
+    frames = [_option_frame(m.group().strip()) for m in sentences]
+    for i in range(len(frames) - 1):
+        if frames[i] is not None and frames[i] == frames[i + 1]:
+            start = len(text[: sentences[i].start()].split())
+            return [("machine-ivr", "menu options: two options framed alike", start, DAMAGED)]
+    return []

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from agent.core.messages import AmdCategory
 from amd.cues import carrier_cues, menu_cues, screener_cues
 from amd.fsm import Prediction
+from amd.menu_shapes import DAMAGED, parallel_options
 from amd.tolerance import FUNCTION_WORDS, split_glued, word_quality
 
 __all__ = [
@@ -495,7 +496,17 @@ def match(text: str) -> list[PhraseHit]:
     Returns:
         The hits in transcript order (possibly several, possibly overlapping).
     """
-    return _match_tokens(words(text))
+    return _match_text(text)
+
+
+def _match_text(text: str, offset: int = 0) -> list[PhraseHit]:
+    hits = _match_tokens(words(text), offset)
+    if not any(h.category == "machine-ivr" and h.strength >= DAMAGED for h in hits):
+        # the options' frame is in the sentences, which the words no longer have
+        for category, label, start, strength in parallel_options(text):
+            hits.append(PhraseHit(category, label, offset + start, strength))  # type: ignore[arg-type]
+        hits.sort(key=lambda h: (h.start_word, -h.strength, h.phrase))
+    return hits
 
 
 @dataclass(frozen=True)
@@ -603,9 +614,8 @@ def classify_phrases(history: Sequence[str], *, window: int = 4) -> PhraseVerdic
     hits: list[PhraseHit] = []
     offset = 0
     for turn in list(history)[-window:] if window > 0 else []:
-        tokens = words(turn)
-        hits.extend(_match_tokens(tokens, offset))
-        offset += len(tokens)
+        hits.extend(_match_text(turn, offset))
+        offset += len(words(turn))
     decided = _decide([h for h in hits if h.strength > HINT_WEIGHT]) or _decide(hits)
     if decided is None:
         return None

@@ -284,3 +284,39 @@ def test_a_recording_asking_which_department_is_a_spoken_menu(
     heard: str, category: str | None
 ) -> None:
     assert _verdict(heard) == category
+
+
+@pytest.mark.parametrize(
+    "heard",
+    [
+        # verb and key both lost, the options' frame kept: "For X, <two words>." twice
+        "Hi, thanks for calling Normaltman. How can we tell you today? For taking and "
+        "failing, pray one. For 3d card, 3d food.",
+        "Thanks for joining us, I'll see you next time. For appointment, Niles run. For "
+        "pre-preaps shalln't reveal, now I'll do.",
+        # a condition each, the same tail after it
+        "Thank you for calling right my event. If you have a new patient, see you later "
+        "on. If you have an existing patient, see you later.",
+        # an aim each
+        "Welcome to the Hollow Clinic. To book a visit, brain won. To talk to a nurse, "
+        "brain through.",
+    ],
+)
+def test_two_options_framed_alike_are_a_menu_though_verb_and_key_were_lost(heard: str) -> None:
+    assert _verdict(heard) == "machine-ivr"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "For sure, go ahead.",
+        "If you can, call me back. If not, no worries.",
+        "Hello, this is Dana. For real, who is this?",
+        "For now, I'm in a meeting. Can you call back?",
+        "To be honest, I'm busy. Who is this?",
+        # two framed sentences with different openers are not a list
+        "If you need me, I'm here. For now, go ahead.",
+    ],
+)
+def test_one_option_like_sentence_or_two_unlike_ones_are_no_menu(said: str) -> None:
+    assert _verdict(said) is None
