@@ -496,11 +496,13 @@ def match(text: str) -> list[PhraseHit]:
     Returns:
         The hits in transcript order (possibly several, possibly overlapping).
     """
-    return _match_text(text)
+    return _match_text(text, words(text))
 
 
-def _match_text(text: str, offset: int = 0) -> list[PhraseHit]:
-    hits = _match_tokens(words(text), offset)
+def _match_text(text: str, tokens: Sequence[str], offset: int = 0) -> list[PhraseHit]:
+    """:func:`_match_tokens` over ``tokens`` (``text``'s words), and the cues that
+    need ``text``'s sentences."""
+    hits = _match_tokens(tokens, offset)
     if not any(h.category == "machine-ivr" and h.strength >= DAMAGED for h in hits):
         # the options' frame is in the sentences, which the words no longer have
         for category, label, start, strength in parallel_options(text):
@@ -614,8 +616,9 @@ def classify_phrases(history: Sequence[str], *, window: int = 4) -> PhraseVerdic
     hits: list[PhraseHit] = []
     offset = 0
     for turn in list(history)[-window:] if window > 0 else []:
-        hits.extend(_match_text(turn, offset))
-        offset += len(words(turn))
+        tokens = words(turn)
+        hits.extend(_match_text(turn, tokens, offset))
+        offset += len(tokens)
     decided = _decide([h for h in hits if h.strength > HINT_WEIGHT]) or _decide(hits)
     if decided is None:
         return None
