@@ -272,19 +272,19 @@ def _frequencies(x: np.ndarray, sample_rate: int, low_hz: float = 50.0) -> list[
     """
     x = x - float(np.mean(x))
     n_fft = max(1 << int(np.ceil(np.log2(x.size * 4))), 8192)
-    full = np.abs(np.fft.rfft(x * np.hanning(x.size), n_fft))
+    mag = np.abs(np.fft.rfft(x * np.hanning(x.size), n_fft))
+    # the peaks are searched from low_hz to the bin before the last, so each has
+    # a neighbour on both sides for the interpolation
     lo = max(1, int(low_hz * n_fft / sample_rate))
-    hi = full.size - 1
-    mag = np.zeros_like(full)
-    mag[lo:hi] = full[lo:hi]
+    band = mag[lo:-1]
     lobe = int(4.0 * n_fft / x.size) + 1
-    k1 = lo + int(np.argmax(mag[lo:hi]))
-    q = mag.copy()
-    q[max(k1 - lobe, 0) : k1 + lobe + 1] = 0.0
-    k2 = lo + int(np.argmax(q[lo:hi]))
-    found = [k1] + ([k2] if q[k2] > 0 and q[k2] >= 0.25 * mag[k1] else [])
+    b1 = int(np.argmax(band))
+    q = band.copy()
+    q[max(b1 - lobe, 0) : b1 + lobe + 1] = 0.0
+    b2 = int(np.argmax(q))
+    found = [lo + b1] + ([lo + b2] if q[b2] > 0 and q[b2] >= 0.25 * band[b1] else [])
     hz = []
-    logm = np.log(full + 1e-12)
+    logm = np.log(mag + 1e-12)
     for k in found:
         a, b, c = logm[k - 1 : k + 2]
         d = a - 2 * b + c
