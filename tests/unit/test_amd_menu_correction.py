@@ -86,18 +86,25 @@ def test_a_person_who_answers_after_we_spoke_is_still_confirmed() -> None:
     assert call.completed.stages == ("human",)
 
 
+def talked_over(end: float, text: str) -> Timeline:
+    """The provisional person of :func:`greeted`; the agent starts at 1.6, the callee
+    talks over it from 1.8 until ``end`` (saying ``text``), and the agent yields at 2.2."""
+    call = greeted()
+    call.agent_starts(1.6)
+    call.speech_starts(1.8)
+    call.agent_ends(2.2, "Hi, this is Sam")
+    call.speech_stops(end)
+    call.transcript(end, text)
+    return call
+
+
 def test_a_menu_that_started_over_us_and_goes_on_in_pieces_after_we_stopped_corrects() -> None:
     """The menu starts as the agent answers the greeting; the agent yields, and the
     recogniser hands the menu over in pieces with short pauses between them. Each piece
     after the first began while the agent was quiet, but it continues speech said over
     us, so the menu in them corrects the verdict (ivr-greeting-pause-then-menu in a
     slow voice: "Hot lane, 3-1." / "So, when you walk, pray to..." / "... pray for")."""
-    call = greeted()
-    call.agent_starts(1.6)
-    call.speech_starts(1.8)
-    call.agent_ends(2.2, "Hi, this is Sam")  # the agent yields to the callee
-    call.speech_stops(3.5)
-    call.transcript(3.5, "For claims,")
+    call = talked_over(3.5, "For claims,")
     call.say(3.9, 6.0, "For a new quote, press 2.")
     call.say(6.4, 8.5, "To speak with an agent, press 0.")
     assert call.detector.stage == "machine-ivr"
@@ -105,12 +112,7 @@ def test_a_menu_that_started_over_us_and_goes_on_in_pieces_after_we_stopped_corr
 
 
 def test_a_piece_after_the_agent_spoke_again_is_an_answer_again() -> None:
-    call = greeted()
-    call.agent_starts(1.6)
-    call.speech_starts(1.8)
-    call.agent_ends(2.2, "Hi, this is Sam")
-    call.speech_stops(2.4)
-    call.transcript(2.4, "Sorry?")
+    call = talked_over(2.4, "Sorry?")
     call.agent(2.6, 3.3, "This is Sam from Acme Dental.")  # we spoke again: a new exchange
     call.say(3.6, 7.5, MENU)  # read to us, as in the test above
     assert call.detector.stage == "human"
@@ -118,11 +120,6 @@ def test_a_piece_after_the_agent_spoke_again_is_an_answer_again() -> None:
 
 
 def test_a_piece_after_a_long_pause_is_not_a_continuation() -> None:
-    call = greeted()
-    call.agent_starts(1.6)
-    call.speech_starts(1.8)
-    call.agent_ends(2.2, "Hi, this is Sam")
-    call.speech_stops(2.4)
-    call.transcript(2.4, "Sorry?")
+    call = talked_over(2.4, "Sorry?")
     call.say(2.4 + AmdConfig().long_greeting_silence + 0.5, 8.0, MENU)
     assert call.detector.stage == "human"
