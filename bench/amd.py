@@ -10,6 +10,9 @@ whole runtime, in text-only mode, audio mode or both, and prints:
   callee line the decision followed (the simulator's ground truth: the
   person's first utterance) to AMD's decision, p50/p95; separately for calls
   where the person answered first; for every decided call, from the answer;
+* machine calls first taken for a person: the fast "person" verdict is
+  provisional, so a later beep or menu corrects it, but the agent has begun
+  talking to a machine; the faster the person rule, the more of these;
 * voicemail timing: of the calls whose callee plays a tone after speech and
   that expect a voicemail, how many messages started after the beep, and
   whether any message overlapped a tone.
@@ -47,6 +50,7 @@ import numpy as np
 from agent.app.config import AgentConfig, ConfigError, load_config
 from agent.app.logs import setup_logging
 from agent.core import clock
+from agent.core.messages import AmdPrediction
 from agent.models.registry import ModelConfigError, UnknownModelError
 from agent.replay.loader import RecordedCallError, load_paths
 from agent.replay.runner import ReplayedCall, Replayer, ReplayOptions
@@ -96,6 +100,8 @@ class Row:
     wall: float
     talk_after_human: float | None
     heard: list[str]
+    #: a machine call whose first verdict was a person: the agent began talking to it
+    person_first: bool = False
 
 
 def command_line() -> str:
@@ -136,7 +142,17 @@ def _row(call: RecordedCall, r: ReplayedCall) -> Row:
         wall=r.wall_seconds,
         talk_after_human=r.talk_after_human,
         heard=[t.text for t in res.turns if t.role == "callee"],
+        person_first=bool(expected and expected.startswith("machine-"))
+        and _first_verdict(r) == "human",
     )
+
+
+def _first_verdict(r: ReplayedCall) -> str | None:
+    """The category of AMD's first verdict on the call, provisional or not."""
+    for m in r.messages:
+        if isinstance(m, AmdPrediction) and m.category not in ("wait", "uncertain"):
+            return m.category
+    return None
 
 
 async def run_mode(
@@ -175,7 +191,7 @@ def summary(results: dict[str, list[Row]]) -> None:
     print(
         f"  {'run':<48}"
         + "".join(f"{SHORT[c]:>9}" for c in cats)
-        + f"{'all':>17}{'p50':>7}{'p50v':>7}"
+        + f"{'all':>17}{'p50':>7}{'p50v':>7}{'m>p':>8}"
     )
     for run, rows in results.items():
         cells = []
@@ -195,11 +211,20 @@ def summary(results: dict[str, list[Row]]) -> None:
         ]
         p50v = f"{np.percentile(from_voice, 50):.2f}" if from_voice else "-"
         share = f"{right}/{len(judged)} {100 * right / max(1, len(judged)):.1f}%"
-        print(f"  {run:<48}" + "".join(f"{x:>9}" for x in cells) + f"{share:>17}{p50:>7}{p50v:>7}")
+        machines = [
+            r for r in judged if r.expected is not None and r.expected.startswith("machine-")
+        ]
+        first = f"{sum(r.person_first for r in machines)}/{len(machines)}"
+        print(
+            f"  {run:<48}"
+            + "".join(f"{x:>9}" for x in cells)
+            + f"{share:>17}{p50:>7}{p50v:>7}{first:>8}"
+        )
     print(
         "  (p50: seconds from the end of the line of a person who answered the call to the"
         " decision;\n   p50v: the same from the end of the voice in that line, without the"
-        " quiet the synthesiser appended)"
+        " quiet the synthesiser appended;\n   m>p: machine calls whose first verdict was a"
+        " person)"
     )
 
 
@@ -258,6 +283,13 @@ def report(rows: list[Row], mode: str) -> None:
     print(f"agent audio after the person verdict (s, on the run's clock): {pct(talk)}")
     decided = [r.decided_at for r in judged if r.decided_at is not None]
     print(f"decision time from the answer, every decided call (s): {pct(decided)}")
+    machines = [r for r in judged if r.expected is not None and r.expected.startswith("machine-")]
+    first = [r for r in machines if r.person_first]
+    print(
+        f"machine calls first taken for a person (the agent began talking to a machine): "
+        f"{len(first)}/{len(machines)}"
+        + (f" ({', '.join(r.name for r in first)})" if first else "")
+    )
     print()
     vm = [r for r in judged if r.expected == "machine-vm" and r.beep_ends]
     after = [r for r in vm if r.message is not None and r.message[0] >= r.beep_ends[-1]]

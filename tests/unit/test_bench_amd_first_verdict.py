@@ -1,0 +1,55 @@
+"""bench/amd.py counts the machine calls whose first verdict was a person (the agent
+began talking to a machine): the first category AMD published, provisional or not."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+
+from agent.core.messages import AmdPrediction
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    # as a script runs it: its folder first on the path (bench/_syspath.py takes it off)
+    saved = list(sys.path)
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_amd", ROOT / "bench" / "amd.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bench_amd"] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path[:] = saved
+
+
+def replayed(*messages: object) -> Any:
+    return SimpleNamespace(messages=list(messages))
+
+
+def test_the_first_verdict_skips_waits_and_uncertain(bench: ModuleType) -> None:
+    r = replayed(
+        AmdPrediction(call_id="c", category="wait", stage="uncertain"),
+        AmdPrediction(call_id="c", category="uncertain", stage="uncertain"),
+        AmdPrediction(call_id="c", category="human", stage="human", provisional=True),
+        AmdPrediction(call_id="c", category="machine-vm", stage="machine-vm"),
+    )
+    assert bench._first_verdict(r) == "human"
+
+
+def test_a_machine_heard_as_a_machine_first_is_not_counted(bench: ModuleType) -> None:
+    r = replayed(
+        AmdPrediction(call_id="c", category="machine-ivr", stage="machine-ivr"),
+        AmdPrediction(call_id="c", category="human", stage="human"),
+    )
+    assert bench._first_verdict(r) == "machine-ivr"
+    assert bench._first_verdict(replayed()) is None
