@@ -133,6 +133,20 @@ class LexicalVerdict:
     person_markers: bool
 
 
+#: What a menu or a screener says as it puts the call through, besides its hold phrases.
+_TRANSFER_WORDS = ("connecting you", "transferring you", "transferring your call")
+
+
+def announces_transfer(text: str) -> bool:
+    """Whether ``text`` puts the call through or on hold ("Connecting you to ...",
+    "One moment while we find an available agent.")."""
+    held = classify_phrases([text], window=1)
+    if held is not None and held.category == "wait":
+        return True
+    tokens = normalise(text)
+    return any(_has(tokens, w) for w in _TRANSFER_WORDS)
+
+
 def _has(tokens: str, phrase: str) -> bool:
     return re.search(rf"(?:^| ){re.escape(phrase)}(?: |$)", tokens) is not None
 
@@ -198,8 +212,22 @@ def score_turn(
         and "i" in words
         and history[-1].rstrip().endswith("?")
     )
+    # after the menu or the screener said it is putting us through ("Connecting you to our
+    # refill team.", "One moment while we find an available agent."), the next words with
+    # nothing of a recording in them are whoever picked up, greeting or not: their name
+    # and "this is" are what the recogniser loses first
+    picked_up = (
+        stage in ("machine-screening", "machine-ivr")
+        and latest is None
+        and not lean
+        and len(words) >= 2
+        and len(history) >= 2
+        and announces_transfer(history[-2])
+    )
     if handed_over:
         reasons.append("a greeting after the hand-over")
+    if picked_up:
+        reasons.append("the first words after a transfer")
     if asks_after_handover:
         reasons.append("a question after the hand-over")
     if score >= 0.45 and latest is not None:
@@ -212,6 +240,7 @@ def score_turn(
         or (opener and len(words) <= short_words + 2)
         or handed_over
         or asks_after_handover
+        or picked_up
     )
     if person:
         conf = 0.92

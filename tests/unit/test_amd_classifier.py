@@ -65,6 +65,46 @@ def test_a_person_behind_a_menu_is_heard_through_the_damage(heard: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("transfer", "heard"),
+    [
+        # a person's greeting after the menu put us through, its name and "this is" lost
+        ("Connecting you to our refill team.", "We will live in past beginning."),
+        ("One moment while we find an available agent.", "Thanks for all these videos."),
+        ("Transferring your call.", "Hillside market and he'll be close."),
+        ("Please hold while I see if they're available.", "Yeah, go ahead."),
+    ],
+)
+def test_the_first_words_after_a_transfer_are_whoever_picked_up(transfer: str, heard: str) -> None:
+    for stage in ("machine-ivr", "machine-screening"):
+        v = score_turn(["For refills, press 3.", transfer, heard], stage=stage)
+        assert v.category == "human" and v.confidence >= 0.85, (stage, v)
+
+
+@pytest.mark.parametrize(
+    ("before", "heard"),
+    [
+        # no transfer was announced: words without markers after a menu stay unsure
+        ("For the pharmacy, press 2.", "We will live in past beginning."),
+        # the transfer reached a recording: its words say so
+        ("Connecting you now.", "Please leave your name and number."),
+        ("One moment please.", "Our office hours are nine to five."),
+        # one word is too little to go on
+        ("Connecting you now.", "Mm."),
+    ],
+)
+def test_words_after_a_menu_without_a_transfer_or_with_a_recording_do_not_leave_it(
+    before: str, heard: str
+) -> None:
+    v = score_turn(["For refills, press 3.", before, heard], stage="machine-ivr")
+    assert v.category != "human" or v.confidence < 0.85, v
+
+
+def test_the_first_words_after_a_transfer_count_only_in_a_menu_or_screener_stage() -> None:
+    v = score_turn(["One moment please.", "We will live in past beginning."])
+    assert v.confidence < 0.85 or not v.person_markers
+
+
+@pytest.mark.parametrize(
     "text",
     ["Would you like to hear these options again?", "What is your account number?"],
 )
