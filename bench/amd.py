@@ -142,8 +142,7 @@ def _row(call: RecordedCall, r: ReplayedCall) -> Row:
         wall=r.wall_seconds,
         talk_after_human=r.talk_after_human,
         heard=[t.text for t in res.turns if t.role == "callee"],
-        person_first=bool(expected and expected.startswith("machine-"))
-        and _first_verdict(r) == "human",
+        person_first=_is_machine(expected) and _first_verdict(r) == "human",
     )
 
 
@@ -211,9 +210,7 @@ def summary(results: dict[str, list[Row]]) -> None:
         ]
         p50v = f"{np.percentile(from_voice, 50):.2f}" if from_voice else "-"
         share = f"{right}/{len(judged)} {100 * right / max(1, len(judged)):.1f}%"
-        machines = [
-            r for r in judged if r.expected is not None and r.expected.startswith("machine-")
-        ]
+        machines = _machine_calls(judged)
         first = f"{sum(r.person_first for r in machines)}/{len(machines)}"
         print(
             f"  {run:<48}"
@@ -226,6 +223,15 @@ def summary(results: dict[str, list[Row]]) -> None:
         " quiet the synthesiser appended;\n   m>p: machine calls whose first verdict was a"
         " person)"
     )
+
+
+def _machine_calls(rows: list[Row]) -> list[Row]:
+    """Calls expected to reach a machine (voicemail, menu, screener, intercept)."""
+    return [r for r in rows if _is_machine(r.expected)]
+
+
+def _is_machine(category: str | None) -> bool:
+    return category is not None and category.startswith("machine-")
 
 
 def _answered_directly(rows: list[Row]) -> list[Row]:
@@ -283,7 +289,7 @@ def report(rows: list[Row], mode: str) -> None:
     print(f"agent audio after the person verdict (s, on the run's clock): {pct(talk)}")
     decided = [r.decided_at for r in judged if r.decided_at is not None]
     print(f"decision time from the answer, every decided call (s): {pct(decided)}")
-    machines = [r for r in judged if r.expected is not None and r.expected.startswith("machine-")]
+    machines = _machine_calls(judged)
     first = [r for r in machines if r.person_first]
     print(
         f"machine calls first taken for a person (the agent began talking to a machine): "
