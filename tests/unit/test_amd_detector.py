@@ -770,19 +770,21 @@ def test_a_fast_person_answer_waits_for_the_long_silence_after_a_long_turn() -> 
     assert p.at == pytest.approx(4.0) and p.provisional
 
 
-def test_a_short_line_that_leans_to_a_recording_waits_for_the_long_silence() -> None:
+@pytest.mark.parametrize(
+    ("text", "end", "confidence"),
+    [
+        # a business greeting: four words that lean to a recording
+        ("Thank you for calling.", 2.0, 0.8),
+        # five words without person markers (a slow greeting the recogniser garbled)
+        ("From today we'll be in.", 2.2, 0.7),
+    ],
+)
+def test_a_turn_that_is_not_short_waits_for_the_long_silence(
+    text: str, end: float, confidence: float
+) -> None:
     call = Timeline(AmdConfig(), classifier=held)
     call.answered(0.0)
-    call.say(0.5, 2.0, "Thank you for calling.")
-    call.run_until(2.3)
-    assert call.answer(2.3, 0, "human", 0.8) == []
-    assert call.timers.get("settle") == pytest.approx(3.0)
-
-
-def test_five_words_without_person_markers_still_wait_for_the_long_silence() -> None:
-    call = Timeline(AmdConfig(), classifier=held)
-    call.answered(0.0)
-    call.say(0.5, 2.2, "From today we'll be in.")
-    call.run_until(2.5)
-    assert call.answer(2.5, 0, "human", 0.7) == []
-    assert call.timers.get("settle") == pytest.approx(3.2)
+    call.say(0.5, end, text)
+    call.run_until(end + 0.3)
+    assert call.answer(end + 0.3, 0, "human", confidence) == []
+    assert call.timers.get("settle") == pytest.approx(end + 1.0)
