@@ -289,7 +289,7 @@ def _option_frame(sentence: str) -> str | None:
     return None
 
 
-def parallel_options(text: str) -> list[tuple[str, str, int, float]]:
+def parallel_options(text: str) -> list[Cue]:
     """Two sentences in a row framed like menu options with the same opener.
 
     Read from the transcript's text, not its words: the frame is the sentence and
