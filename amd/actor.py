@@ -47,7 +47,19 @@ logger = logging.getLogger("amd")
 __all__ = ["AmdActor", "ToneListener"]
 
 #: Dual tones that are call progress, not voicemail beeps: ringback, busy, dial tone.
-_PROGRESS_PAIRS = ((440.0, 480.0), (480.0, 620.0), (350.0, 440.0))
+_PROGRESS_PAIRS = ((440.0, 480.0), (480.0, 620.0), (350.0, 440.0), (400.0, 450.0))
+#: Ringback: North American (440 + 480 Hz, 2 s on) and British (400 + 450 Hz, 0.4 s bursts).
+_RINGBACK_PAIRS = ((440.0, 480.0), (400.0, 450.0))
+#: The shortest ringback burst (the British double ring's bursts are 0.4 s).
+_RINGBACK_MIN_SECONDS = 0.3
+
+
+def _is_ringback(tone: BeepEvent) -> bool:
+    """Whether ``tone`` is a burst of ringback (a dual tone of a ringback pair)."""
+    if len(tone.hz) != 2 or tone.end - tone.start < _RINGBACK_MIN_SECONDS:
+        return False
+    lo, hi = sorted(tone.hz)
+    return any(abs(lo - a) < 15 and abs(hi - b) < 15 for a, b in _RINGBACK_PAIRS)
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,8 @@ class ToneListener:
     A tone counts as a beep only when it is not call progress (ringback, busy),
     lasts at most ``max_seconds`` and is followed by ``quiet_after`` seconds
     without loud audio (a note of hold music is followed by more music).
+    A ringback burst is published as ``ringback``: after the answer, the line
+    ringing again means a menu or a screener put the call through to someone.
 
     Args:
         sample_rate: Rate of the frames.
@@ -129,6 +143,10 @@ class ToneListener:
             self._pending = None
             self._emit("sit", ev.start, ev.end, ev.hz)
         for beep in self.beeps.push(samples, t):
+            if _is_ringback(beep):
+                self._pending = None
+                self._emit("ringback", beep.start, beep.end, beep.hz)
+                continue
             if beep.start < self._music_until or not self._is_beep(beep) or self._after_sound(beep):
                 self._pending = None
                 continue

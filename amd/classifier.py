@@ -35,6 +35,7 @@ __all__ = [
     "LexicalVerdict",
     "history_input",
     "parse_history",
+    "rang_before_latest",
     "score_turn",
 ]
 
@@ -152,7 +153,11 @@ def _has(tokens: str, phrase: str) -> bool:
 
 
 def score_turn(
-    history: Sequence[str], *, short_words: int = 3, stage: str = "uncertain"
+    history: Sequence[str],
+    *,
+    short_words: int = 3,
+    stage: str = "uncertain",
+    rang: bool = False,
 ) -> LexicalVerdict:
     """Scores the latest callee turn (the last item of ``history``).
 
@@ -161,6 +166,8 @@ def score_turn(
         short_words: A turn of at most this many words counts as a short greeting.
         stage: The call's AMD stage: after a screener or a menu has handed the
             call over, a turn that opens with a greeting is a person picking up.
+        rang: The line rang (ringback) between the previous callee turn and this
+            one: the call was put through, as a spoken transfer announcement says.
     """
     if not history:
         return LexicalVerdict("wait", 0.5, "no callee turn", False)
@@ -213,7 +220,8 @@ def score_turn(
         and history[-1].rstrip().endswith("?")
     )
     # after the menu or the screener said it is putting us through ("Connecting you to our
-    # refill team.", "One moment while we find an available agent."), the next words with
+    # refill team.", "One moment while we find an available agent.") or the line rang
+    # again, the next words with
     # nothing of a recording in them are whoever picked up, greeting or not: their name
     # and "this is" are what the recogniser loses first
     picked_up = (
@@ -221,8 +229,7 @@ def score_turn(
         and latest is None
         and not lean
         and len(words) >= 2
-        and len(history) >= 2
-        and announces_transfer(history[-2])
+        and (rang or (len(history) >= 2 and announces_transfer(history[-2])))
     )
     if handed_over:
         reasons.append("a greeting after the hand-over")
@@ -266,7 +273,7 @@ def history_input(
     Args:
         stage: The call's current AMD stage.
         turns: ``(role, text)`` pairs, oldest first; role is ``callee``,
-            ``agent`` or ``dtmf``.
+            ``agent``, ``dtmf`` or ``tone`` (text ``ringback``: the line rang again).
         dtmf: Every digit the agent has sent so far.
         limit: How many of the latest turns to include.
     """
@@ -276,6 +283,15 @@ def history_input(
         lines.append(f"{role}: {clean}")
     lines.append(_FENCE_END)
     return "\n".join(lines)
+
+
+def rang_before_latest(turns: Sequence[tuple[str, str]]) -> bool:
+    """Whether a ringback was heard after the callee's previous turn and before the latest."""
+    callee = [i for i, (role, _) in enumerate(turns) if role == "callee"]
+    if not callee:
+        return False
+    before = callee[-2] if len(callee) >= 2 else -1
+    return ("tone", "ringback") in turns[before + 1 : callee[-1]]
 
 
 def parse_history(text: str) -> tuple[str, list[tuple[str, str]]]:
@@ -291,7 +307,7 @@ def parse_history(text: str) -> tuple[str, list[tuple[str, str]]]:
             inside = False
             continue
         role, _, rest = line.partition(": ")
-        if inside and role in {"callee", "agent", "dtmf"}:
+        if inside and role in {"callee", "agent", "dtmf", "tone"}:
             turns.append((role, rest))
         elif not inside and role == "stage":
             stage = rest
@@ -322,7 +338,9 @@ class LexicalAmdModel(llm.DecisionModel):
     ) -> DecisionResponse:
         stage, turns = parse_history(input)
         callee = [t for role, t in turns if role == "callee"]
-        verdict = score_turn(callee, short_words=self.short_words, stage=stage)
+        verdict = score_turn(
+            callee, short_words=self.short_words, stage=stage, rang=rang_before_latest(turns)
+        )
         results: dict[str, llm.DecisionResult] = {}
         errors: dict[str, str] = {}
         for name, decision in decisions.items():

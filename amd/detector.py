@@ -307,9 +307,15 @@ class AmdDetector:
         return out
 
     def tone(self, t: float, kind: str, start: float, end: float) -> list[Output]:
-        """A beep or a SIT tri-tone was heard (times in loop time)."""
+        """A beep, a SIT tri-tone or a ringback was heard (times in loop time)."""
         s = self.s
         if s.done or s.answered_at is None or end < s.answered_at:
+            return []
+        if kind == "ringback":
+            # the line rings again: the classifier reads it in the history (whoever
+            # speaks next picked up); one entry per ringing, however many bursts
+            if not s.context or s.context[-1] != ("tone", "ringback"):
+                s.context.append(("tone", "ringback"))
             return []
         if kind == "sit":
             return self._predict(

@@ -392,10 +392,11 @@ class AmdCompleted(_Msg):
 
 
 class AmdTone(_Msg):
-    """A tone AMD heard on the callee's side: a voicemail ``beep`` or a ``sit`` tri-tone."""
+    """A tone AMD heard on the callee's side: a voicemail ``beep``, a ``sit`` tri-tone,
+    or a ``ringback`` (the line ringing again: a menu or a screener put the call through)."""
 
     kind: Literal["amd_tone"] = "amd_tone"
-    tone: Literal["beep", "sit"]
+    tone: Literal["beep", "sit", "ringback"]
     start: float
     end: float
     hz: tuple[float, ...] = ()

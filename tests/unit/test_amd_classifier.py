@@ -12,6 +12,7 @@ from amd.classifier import (
     LlmAmdModel,
     history_input,
     parse_history,
+    rang_before_latest,
     score_turn,
 )
 from tests.fakes.models import ScriptedLLM
@@ -97,6 +98,55 @@ def test_words_after_a_menu_without_a_transfer_or_with_a_recording_do_not_leave_
 ) -> None:
     v = score_turn(["For refills, press 3.", before, heard], stage="machine-ivr")
     assert v.category != "human" or v.confidence < 0.85, v
+
+
+def test_the_first_words_after_the_line_rang_again_are_whoever_picked_up() -> None:
+    # the menu put us through without a word: ringback, then a greeting whose name and
+    # "this is" the recogniser lost
+    history = ["For the operator, press 0.", "He'll sign my kit, and he'll be close."]
+    assert score_turn(history, stage="machine-ivr").confidence < 0.85  # words alone
+    v = score_turn(history, stage="machine-ivr", rang=True)
+    assert v.category == "human" and v.confidence >= 0.85, v
+    # a recording after the ringing still says what it is
+    v = score_turn(
+        ["For the operator, press 0.", "Please leave a message."], stage="machine-ivr", rang=True
+    )
+    assert v.category == "machine-vm", v
+    # outside a menu or screener stage the ringing does not decide
+    assert score_turn(["We will live in past beginning."], rang=True).confidence < 0.85
+
+
+@pytest.mark.parametrize(
+    ("turns", "rang"),
+    [
+        ([("callee", "Press 0."), ("dtmf", "0"), ("tone", "ringback"), ("callee", "Hi")], True),
+        ([("tone", "ringback"), ("callee", "Hi")], True),
+        # the ringing came before the previous callee turn, not before the latest
+        ([("tone", "ringback"), ("callee", "Press 0."), ("callee", "Hi")], False),
+        ([("callee", "Press 0."), ("dtmf", "0"), ("callee", "Hi")], False),
+        ([("callee", "Press 0."), ("tone", "ringback")], False),
+    ],
+)
+def test_the_ringing_counts_only_between_the_latest_two_callee_turns(
+    turns: list[tuple[str, str]], rang: bool
+) -> None:
+    assert rang_before_latest(turns) is rang
+
+
+async def test_lexical_model_reads_the_ringing_from_the_history() -> None:
+    turns = [
+        ("callee", "To reach the operator, press 0."),
+        ("dtmf", "0"),
+        ("tone", "ringback"),
+        ("callee", "He'll sign my kit, and he'll be close."),
+    ]
+    text = history_input(stage="machine-ivr", turns=turns, dtmf="0")
+    assert "tone: ringback" in text
+    assert parse_history(text) == ("machine-ivr", turns)
+    resp = await LexicalAmdModel().evaluate(input=text, decisions={"category": AMD_DECISION})
+    choice = resp.results["category"]
+    assert choice.value == "human"
+    assert choice.probabilities is not None and choice.probabilities["human"] >= 0.85
 
 
 def test_the_first_words_after_a_transfer_count_only_in_a_menu_or_screener_stage() -> None:

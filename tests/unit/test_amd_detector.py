@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from amd.classifier import score_turn
+from amd.classifier import rang_before_latest, score_turn
 from amd.config import AmdConfig
 from amd.detector import (
     AmdDetector,
@@ -581,6 +581,44 @@ def test_beep_after_we_answered_the_screener_is_voicemail() -> None:
     call.say(7.5, 9.0, "Jamie is busy at the moment.")
     call.tone(9.8, "beep", 9.3, 9.7)
     assert call.detector.stage == "machine-vm"
+
+
+def staged_lexical(req: Classify) -> Answer | None:
+    """The lexical classifier with what the actor's history gives it: stage and ringing."""
+    callee = [text for role, text in req.turns if role == "callee"]
+    rang = rang_before_latest(req.turns)
+    verdict = score_turn(callee, stage=req.stage, rang=rang)
+    return verdict.category, verdict.confidence, verdict.reason
+
+
+def test_a_person_after_the_menu_rang_through_is_heard_though_their_greeting_was_lost() -> None:
+    """espeak-ng en-029: the menu put us through to the operator with no words, only
+    ringback; "Hillside Market, this is Rosa." came back as damaged words."""
+    call = Timeline(classifier=staged_lexical)
+    call.answered(0.0)
+    call.say(0.5, 6.0, "To reach the operator, press 0.")
+    assert call.detector.stage == "machine-ivr"
+    call.dtmf(6.5, "0")
+    call.tone(9.0, "ringback", 7.0, 9.0)
+    call.tone(15.0, "ringback", 13.0, 15.0)  # the line rang twice: one entry
+    call.say(19.0, 21.0, "He'll sign my kit, and he'll be close.")
+    call.run_until(24.0)
+    assert call.detector.stage == "human"
+    assert call.requests[-1].turns[-3:] == (
+        ("dtmf", "0"),
+        ("tone", "ringback"),
+        ("callee", "He'll sign my kit, and he'll be close."),
+    )
+
+
+def test_the_same_words_after_a_menu_without_ringing_leave_the_menu_stage_alone() -> None:
+    call = Timeline(classifier=staged_lexical)
+    call.answered(0.0)
+    call.say(0.5, 6.0, "To reach the operator, press 0.")
+    call.dtmf(6.5, "0")
+    call.say(19.0, 21.0, "He'll sign my kit, and he'll be close.")
+    call.run_until(24.0)
+    assert call.detector.stage == "machine-ivr"
 
 
 def test_no_verdict_on_a_turn_while_the_speech_after_it_has_not_brought_its_words() -> None:

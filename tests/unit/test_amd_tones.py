@@ -65,15 +65,41 @@ async def test_a_greeting_alone_publishes_nothing(sr: int) -> None:
 
 
 @pytest.mark.parametrize("sr", RATES)
-async def test_ringback_is_not_a_beep(sr: int) -> None:
+async def test_ringback_is_published_as_ringback_never_as_a_beep(sr: int) -> None:
     ring = tone((440, 480), 2.0, sr)
     x = np.concatenate([silence(0.5, sr), ring, silence(4.0, sr), ring, silence(1.0, sr)])
-    assert listen(x, sr) == []
+    published = listen(x, sr)
+    assert [m.tone for m in published] == ["ringback", "ringback"]
+    assert published[0].start == pytest.approx(T0 + 0.5, abs=0.05)
+    assert published[0].end == pytest.approx(T0 + 2.5, abs=0.05)
 
 
 @pytest.mark.parametrize("sr", RATES)
 async def test_a_short_burst_of_ringback_is_not_a_beep(sr: int) -> None:
     x = np.concatenate([silence(0.5, sr), tone((440, 480), 0.8, sr), silence(1.0, sr)])
+    assert [m.tone for m in listen(x, sr)] == ["ringback"]
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_the_british_double_ring_is_ringback(sr: int) -> None:
+    burst = tone((400, 450), 0.4, sr)
+    ring = [burst, silence(0.2, sr), burst, silence(2.0, sr)]
+    x = np.concatenate([silence(0.5, sr), *ring])
+    assert [m.tone for m in listen(x, sr)] == ["ringback", "ringback"]
+
+
+@pytest.mark.parametrize("sr", RATES)
+@pytest.mark.parametrize("pair", [(480, 620), (350, 440)])
+async def test_busy_and_dial_tones_are_neither_beeps_nor_ringback(
+    sr: int, pair: tuple[float, float]
+) -> None:
+    x = np.concatenate([silence(0.5, sr), tone(pair, 0.5, sr), silence(1.0, sr)])
+    assert listen(x, sr) == []
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_a_blip_of_a_ringback_pair_is_not_ringback(sr: int) -> None:
+    x = np.concatenate([silence(0.5, sr), tone((440, 480), 0.2, sr), silence(1.0, sr)])
     assert listen(x, sr) == []
 
 
