@@ -1,27 +1,28 @@
-"""Would sentence embeddings from the local LLM help the ``abusive`` classifier?
+"""Do sentence embeddings help the ``abusive`` classifier? The experiment behind the probe.
 
-An experiment, not a shipped backend (docs/guardrails.md, "Fifth round"). It embeds
-every ``abusive`` training row and every held-out ``hatecheck`` and ``ethos`` row with
-the default local LLM (SmolLM2-135M-Instruct, the Q8_0 file the runtime loads; mean
-of its last hidden layer, unit length), fits a class-balanced L2 logistic regression
-(a "probe") on the embeddings, and compares, with the rules and their vetoes as
-``learned`` uses them:
+docs/guardrails.md, "Fifth round" and "Sixth round". It embeds every ``abusive``
+training row and every held-out ``hatecheck`` and ``ethos`` row with one of two
+encoders, fits a class-balanced L2 logistic regression (a "probe",
+:func:`guardrails.training.fit_probe`) on the embeddings, and compares, with the
+rules and their vetoes as ``learned`` uses them:
 
 * **out of source** (the third round's method: each training source left out in
   turn, a model fitted on the other sources scores it; the threshold is the one with
-  the highest recall at pooled precision 0.9): the shipped n-gram classifier, the
-  probe, and the mean of the two probabilities;
-* **held out** (never used to choose anything): the shipped model, and the mean of
-  the shipped n-gram classifier and the probe fitted on every training row, at the
-  threshold chosen out of source.
+  the highest recall at pooled precision 0.9): the n-gram classifier, the probe, and
+  the mean of the two probabilities;
+* **held out** (never used to choose anything): the n-gram classifier at its
+  third-round threshold, and the mean of it and the probe fitted on every training
+  row, at the threshold chosen out of source.
 
-Embedding 17,500 texts takes about 18 minutes on 2 cores; ``--cache DIR`` keeps them
-between runs. The n-gram classifiers fitted with each source left out take about 3
-minutes more.
+Encoders: ``wordllama`` (the shipped one, :mod:`guardrails.encoder`; seconds) and
+``smollm2`` (the local LLM, SmolLM2-135M-Instruct, the Q8_0 file the runtime loads:
+the mean of its last hidden layer; embedding 17,500 texts takes about 18 minutes on 2
+cores, and ``--cache DIR`` keeps them). The n-gram classifiers fitted with each
+source left out take about 3 minutes; ``--cache DIR`` keeps their scores too.
 
 Usage::
 
-    .venv/bin/python bench/guardrail_probe.py [--cache DIR] [--l2 X]
+    .venv/bin/python bench/guardrail_probe.py [--encoder wordllama] [--cache DIR] [--l2 X]
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "guardrails" / "data" / "train" / "abusive.jsonl"
 HELDOUT = [ROOT / "bench" / "data" / "heldout" / f"{name}.jsonl" for name in ("hatecheck", "ethos")]
 ANCHOR = 0.7
+#: The n-gram classifier's threshold before the probe was shipped (out of source).
+THIRD_ROUND_THRESHOLD = 0.89
 #: Characters of a text the model reads (held-out posts can be long).
 MAX_CHARS = 600
 
@@ -53,8 +56,22 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def embed(texts: list[str], cache: Path | None, name: str) -> npt.NDArray[np.float32]:
-    """Mean-pooled last-layer embeddings of ``texts``, unit length (cached by name)."""
+def embed_wordllama(texts: list[str]) -> npt.NDArray[np.float32]:
+    """The shipped encoder's embeddings (:mod:`guardrails.encoder`, WordLlama's)."""
+    from guardrails.encoder import load_encoder  # noqa: PLC0415
+
+    start = time.perf_counter()
+    out = load_encoder().embed(texts)
+    print(f"  wordllama: {len(texts)} texts in {time.perf_counter() - start:.1f} s", flush=True)
+    return out
+
+
+def embed(
+    texts: list[str], cache: Path | None, name: str, encoder: str = "smollm2"
+) -> npt.NDArray[np.float32]:
+    """Sentence embeddings of ``texts``, unit length (the LLM's cached by name)."""
+    if encoder == "wordllama":
+        return embed_wordllama(texts)
     target = cache / f"{name}-{len(texts)}.npy" if cache is not None else None
     if target is not None and target.is_file():
         return np.asarray(np.load(target), dtype=np.float32)
@@ -90,34 +107,17 @@ def embed(texts: list[str], cache: Path | None, name: str) -> npt.NDArray[np.flo
 
 
 class Probe:
-    """A class-balanced L2 logistic regression on standardised embeddings (full-batch Adam)."""
+    """The shipped probe's fit (:func:`guardrails.training.fit_probe`) as a callable."""
 
-    def __init__(self, x: npt.NDArray[np.float32], y: Bools, l2: float, steps: int = 400) -> None:
-        self.mu = x.mean(axis=0)
-        self.sd = x.std(axis=0) + 1e-6
-        z = (x - self.mu) / self.sd
-        w = np.zeros(z.shape[1])
-        b = 0.0
-        pos = float(y.sum())
-        weight = np.where(y, 0.5 / pos, 0.5 / (len(y) - pos))
-        m, v = np.zeros_like(w), np.zeros_like(w)
-        mb = vb = 0.0
-        for t in range(1, steps + 1):
-            p = 1.0 / (1.0 + np.exp(-np.clip(z @ w + b, -40, 40)))
-            err = (p - y) * weight
-            grad = z.T @ err + l2 * w
-            gb = float(err.sum())
-            m = 0.9 * m + 0.1 * grad
-            v = 0.999 * v + 0.001 * grad * grad
-            w -= 0.05 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
-            mb = 0.9 * mb + 0.1 * gb
-            vb = 0.999 * vb + 0.001 * gb * gb
-            b -= 0.05 * (mb / (1 - 0.9**t)) / (np.sqrt(vb / (1 - 0.999**t)) + 1e-8)
-        self.w, self.b = w, b
+    def __init__(self, x: npt.NDArray[np.float32], y: Bools, l2: float) -> None:
+        from guardrails.training import fit_probe  # noqa: PLC0415
+
+        self.w, self.b = fit_probe(x, y, l2)
 
     def __call__(self, x: npt.NDArray[np.float32]) -> Floats:
-        z = ((x - self.mu) / self.sd) @ self.w + self.b
-        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -40, 40))), dtype=np.float64)
+        from guardrails.training import probe_probabilities  # noqa: PLC0415
+
+        return probe_probabilities(x, self.w, self.b)
 
 
 def figure(fired: Bools, truth: Bools, at: Bools | None = None) -> str:
@@ -131,10 +131,32 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, default=None, help="keep embeddings here")
     parser.add_argument("--l2", type=float, default=0.01, help="the probe's L2 strength")
+    parser.add_argument(
+        "--encoder",
+        choices=("smollm2", "wordllama"),
+        default="smollm2",
+        help="the sentence embeddings: the local LLM's mean last layer, or WordLlama's"
+        " static ones (the wordllama package)",
+    )
+    parser.add_argument(
+        "--deobfuscate",
+        action="store_true",
+        help="embed the text after guardrails.normalize.deobfuscate (as the n-grams read it)",
+    )
+    parser.add_argument(
+        "--augment",
+        action="store_true",
+        help="fit the probe on the n-gram model's training texts (obfuscated copies and"
+        " contrasts too; wordllama only: they are embedded per fold)",
+    )
+    parser.add_argument(
+        "--no-heldout", action="store_true", help="out of source only: no held-out figure"
+    )
     args = parser.parse_args(argv)
 
     from guardrails.learned import LearnedPack, load_learned_packs  # noqa: PLC0415
     from guardrails.learned_model import VETOES  # noqa: PLC0415
+    from guardrails.normalize import deobfuscate  # noqa: PLC0415
     from guardrails.training import (  # noqa: PLC0415
         L2,
         choose_threshold,
@@ -157,19 +179,40 @@ def main(argv: list[str] | None = None) -> int:
     hit, veto = rules(rows)
     y = np.array([bool(r["label"]) for r in rows])
     src = np.array([str(r["source"]) for r in rows])
-    x = embed([r["text"] for r in rows], args.cache, "train")
+    if args.augment and args.encoder != "wordllama":
+        parser.error("--augment embeds per fold: only with --encoder wordllama")
+    if args.deobfuscate and args.encoder != "wordllama":
+        parser.error("--deobfuscate: only with --encoder wordllama (the cache holds raw text)")
+    prep = deobfuscate if args.deobfuscate else (lambda t: t)
 
+    def vectors(texts: list[str], name: str) -> npt.NDArray[np.float32]:
+        return embed([prep(t) for t in texts], args.cache, name, args.encoder)
+
+    x = vectors([r["text"] for r in rows], "train")
+
+    # the n-gram folds do not depend on the probe's options: kept with the embeddings
+    ngram_file = args.cache / f"ngram-oos-{len(rows)}.npy" if args.cache is not None else None
     ngram = np.zeros(len(rows))
+    known = ngram_file is not None and ngram_file.is_file()
+    if known:
+        ngram = np.load(ngram_file)  # type: ignore[arg-type]
     probe = np.zeros(len(rows))
     for source in sorted(set(src)):
         inside = [r for r in rows if r["source"] != source]
         texts, labels = training_texts("abusive", inside, random.Random(f"train:abusive:{source}"))
-        weights, bias = fit(texts, np.array(labels), l2=L2)
-        model = LearnedPack("abusive", weights, bias, threshold=0.5, anchor=ANCHOR)
         out = src == source
-        ngram[out] = [model.probability(r["text"]) for r in rows if r["source"] == source]
-        probe[out] = Probe(x[~out], y[~out], args.l2)(x[out])
+        if not known:
+            weights, bias = fit(texts, np.array(labels), l2=L2)
+            model = LearnedPack("abusive", weights, bias, threshold=0.5, anchor=ANCHOR)
+            ngram[out] = [model.probability(r["text"]) for r in rows if r["source"] == source]
+        if args.augment:
+            fitted = Probe(vectors(texts, "fold"), np.array(labels) >= 0.5, args.l2)
+        else:
+            fitted = Probe(x[~out], y[~out], args.l2)
+        probe[out] = fitted(x[out])
         print(f"  left out: {source}", flush=True)
+    if ngram_file is not None and not known:
+        np.save(ngram_file, ngram)
 
     print("\nout of source (each training source left out in turn), rules or classifier:")
     thresholds = {}
@@ -179,16 +222,22 @@ def main(argv: list[str] | None = None) -> int:
         thresholds[name] = t
         print(f"  {name:<8} threshold {t:.2f}: {figure(hit | (p >= t), y)}")
 
+    if args.no_heldout:
+        return 0
     h_hit, h_veto = rules(held)
     h_y = np.array([bool(r["label"]) for r in held])
     h_src = np.array([str(r["source"]) for r in held])
-    h_x = embed([r["text"] for r in held], args.cache, "heldout")
+    h_x = vectors([r["text"] for r in held], "heldout")
     shipped = load_learned_packs()["abusive"]
-    h_ngram = np.array([shipped.probability(r["text"]) for r in held])
-    h_probe = Probe(x, y, args.l2)(h_x)
+    h_ngram = np.array([shipped.ngram_probability(r["text"]) for r in held])
+    if args.augment:
+        texts, labels = training_texts("abusive", rows, random.Random("train:abusive"))
+        h_probe = Probe(vectors(texts, "all"), np.array(labels) >= 0.5, args.l2)(h_x)
+    else:
+        h_probe = Probe(x, y, args.l2)(h_x)
     print("\nheld out (never used to choose anything), rules or classifier:")
     for name, probs, t in (
-        ("shipped", h_ngram, shipped.threshold),
+        ("n-gram", h_ngram, THIRD_ROUND_THRESHOLD),
         ("mean", (h_ngram + h_probe) / 2, thresholds["mean"]),
     ):
         fired = h_hit | ((probs >= t) & ~h_veto)

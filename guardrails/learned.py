@@ -7,10 +7,16 @@ vector scaled to unit length. A pack's model is one weight per bucket and a bias
 its probability is the logistic of their dot product. Scoring a sentence takes a
 fraction of a millisecond on one core (numpy only).
 
+A pack may also carry a probe: a logistic regression on the text's sentence
+embedding (:mod:`guardrails.encoder`, 256 dimensions, a few hundredths of a
+millisecond). The pack's probability is then the mean of the n-gram model's and the
+probe's: the n-grams know spellings, the embedding what the words mean.
+
 A trained pack is a ``.npz`` file in ``guardrails/weights/`` (written by
 ``python -m guardrails.training``): ``weights`` (float16, ``DIM``), ``bias``,
 ``threshold`` (the probability chosen on the validation split) and ``anchor`` (the
-score that threshold is mapped onto, the pack's usual decision threshold). The
+score that threshold is mapped onto, the pack's usual decision threshold), and for a
+pack with a probe ``probe_weights`` (float32, ``encoder.DIM``) and ``probe_bias``. The
 calibrated score maps ``[0, threshold]`` linearly onto ``[0, anchor]`` and
 ``[threshold, 1]`` onto ``[anchor, 1]``, so a config rule ``abusive >= 0.7`` holds
 exactly when the classifier is past its chosen operating point.
@@ -28,7 +34,7 @@ import numpy.typing as npt
 
 from .normalize import deobfuscate
 
-__all__ = ["DIM", "WEIGHTS_DIR", "LearnedPack", "features", "load_learned_packs"]
+__all__ = ["DIM", "WEIGHTS_DIR", "LearnedPack", "LinearProbe", "features", "load_learned_packs"]
 
 #: Hash buckets (a power of two).
 DIM = 1 << 18
@@ -62,6 +68,30 @@ def features(text: str) -> npt.NDArray[np.int64]:
     return np.fromiter(sorted(buckets), dtype=np.int64, count=len(buckets))
 
 
+def _logistic(z: float) -> float:
+    return float(1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0))))
+
+
+@dataclass(frozen=True)
+class LinearProbe:
+    """A logistic regression on a text's sentence embedding.
+
+    Attributes:
+        weights: One weight per embedding dimension.
+        bias: The intercept.
+    """
+
+    weights: npt.NDArray[np.float32]
+    bias: float
+
+    def probability(self, text: str) -> float:
+        """The probe's probability that ``text`` belongs to the pack."""
+        from .encoder import load_encoder  # noqa: PLC0415  (loaded once, when first needed)
+
+        x = load_encoder().embed([text])[0]
+        return _logistic(float(x @ self.weights) + self.bias)
+
+
 @dataclass(frozen=True)
 class LearnedPack:
     """One pack's trained classifier.
@@ -72,6 +102,7 @@ class LearnedPack:
         bias: The intercept.
         threshold: The probability chosen on the validation split.
         anchor: The calibrated score ``threshold`` maps onto.
+        probe: The embedding probe averaged with the n-grams, if the pack has one.
     """
 
     name: str
@@ -79,15 +110,23 @@ class LearnedPack:
     bias: float
     threshold: float
     anchor: float
+    probe: LinearProbe | None = None
 
-    def probability(self, text: str) -> float:
-        """The classifier's raw probability that ``text`` belongs to the pack."""
+    def ngram_probability(self, text: str) -> float:
+        """The n-gram model's probability that ``text`` belongs to the pack."""
         idx = features(text)
         if idx.size == 0:
             z = self.bias
         else:
             z = float(self.weights[idx].sum()) / float(np.sqrt(idx.size)) + self.bias
-        return float(1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0))))
+        return _logistic(z)
+
+    def probability(self, text: str) -> float:
+        """The classifier's raw probability: the n-grams', or their mean with the probe's."""
+        p = self.ngram_probability(text)
+        if self.probe is None:
+            return p
+        return (p + self.probe.probability(text)) / 2
 
     def calibrate(self, p: float) -> float:
         """Map a raw probability onto the pack's score scale (see the module docs)."""
@@ -107,12 +146,26 @@ def load_learned_pack(path: Path) -> LearnedPack:
         weights = np.asarray(data["weights"], dtype=np.float32)
         if weights.shape != (DIM,):
             raise ValueError(f"{path}: weights: expected {DIM} values, got {weights.shape}")
+        probe = None
+        if "probe_weights" in data.files:
+            from .encoder import DIM as EMBEDDING_DIM  # noqa: PLC0415
+
+            pw = np.asarray(data["probe_weights"], dtype=np.float32)
+            if pw.shape != (EMBEDDING_DIM,):
+                raise ValueError(
+                    f"{path}: probe_weights: expected {EMBEDDING_DIM} values, got {pw.shape}"
+                )
+            probe = LinearProbe(pw, float(data["probe_bias"]))
+            from .encoder import load_encoder  # noqa: PLC0415
+
+            load_encoder()  # with the weights, not on the first caller turn
         return LearnedPack(
             name=path.stem,
             weights=weights,
             bias=float(data["bias"]),
             threshold=float(data["threshold"]),
             anchor=float(data["anchor"]),
+            probe=probe,
         )
 
 

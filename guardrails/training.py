@@ -24,6 +24,13 @@ split. Its training sources disagree on what abuse is, and a split by row measur
 how well the classifier learnt each source's own style: the validation threshold was
 looser than text from an unseen source bears.
 
+Packs in ``PROBES`` (``abusive``) also get a probe: a class-balanced L2 logistic
+regression on each row's sentence embedding (:mod:`guardrails.encoder`), fitted on
+the rows as they are (no obfuscated copies or contrasts: with them the probe scored
+lower out of source). The pack's probability is the mean of the n-gram model's and
+the probe's, in the out-of-source folds that choose the threshold as in the shipped
+file.
+
 Nothing here is used at run time; only the ``.npz`` files it writes are.
 """
 
@@ -55,6 +62,13 @@ PRECISION = 0.9
 #: at a time, :func:`train_pack_by_sources`; the weights are then fitted on every row) or,
 #: for any other pack, the hashed validation split of its rows.
 THRESHOLD_BY = {"abusive": "sources"}
+#: Packs whose probability is the mean of the n-gram model and an embedding probe (only
+#: packs whose threshold is chosen by source: the probe is fitted per fold there).
+PROBES = frozenset({"abusive"})
+#: The probe's L2 penalty and Adam steps. Out of source, abusive's mean reached recall
+#: 0.470 to 0.476 at L2 from 0.001 to 1 (0.472 at 0.01): a tie within noise.
+PROBE_L2 = 0.01
+PROBE_STEPS = 400
 EPOCHS = 300
 #: The L2 penalty. On the validation split ``--l2 1e-5,3e-5,1e-4`` kept 1e-5 for
 #: ``abusive`` (recall 0.635 against 0.621 and 0.574) and for ``prompt_injection``
@@ -188,6 +202,47 @@ def fit(
     return w.astype(np.float32), float(b)
 
 
+def fit_probe(
+    x: npt.NDArray[np.float32], labels: npt.NDArray[np.bool_], l2: float = PROBE_L2
+) -> tuple[npt.NDArray[np.float32], float]:
+    """A class-balanced L2 logistic regression on embeddings (full-batch Adam).
+
+    The embeddings are standardised for the fit; the returned weights and bias act on
+    the raw embeddings (the standardisation is folded into them).
+    """
+    mu = x.mean(axis=0)
+    sd = x.std(axis=0) + 1e-6
+    z = (x - mu) / sd
+    w = np.zeros(z.shape[1])
+    b = 0.0
+    y = labels.astype(np.float64)
+    pos = float(y.sum())
+    weight = np.where(labels, 0.5 / pos, 0.5 / (len(y) - pos))
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    mb = vb = 0.0
+    for t in range(1, PROBE_STEPS + 1):
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w + b, -40, 40)))
+        err = (p - y) * weight
+        grad = z.T @ err + l2 * w
+        gb = float(err.sum())
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad * grad
+        w -= RATE * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+        mb = 0.9 * mb + 0.1 * gb
+        vb = 0.999 * vb + 0.001 * gb * gb
+        b -= RATE * (mb / (1 - 0.9**t)) / (np.sqrt(vb / (1 - 0.999**t)) + 1e-8)
+    raw = w / sd
+    return raw.astype(np.float32), float(b - mu @ raw)
+
+
+def probe_probabilities(
+    x: npt.NDArray[np.float32], weights: npt.NDArray[np.float32], bias: float
+) -> npt.NDArray[np.float64]:
+    """The probe's probabilities for embeddings ``x`` (as :class:`LinearProbe` computes)."""
+    z = x.astype(np.float64) @ weights.astype(np.float64) + bias
+    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0))), dtype=np.float64)
+
+
 def choose_threshold(
     probs: npt.NDArray[np.float64], rules_hit: npt.NDArray[np.bool_], labels: npt.NDArray[np.bool_]
 ) -> float:
@@ -272,14 +327,19 @@ def _save(
     bias: float,
     threshold: float,
     anchor: float,
+    probe: tuple[npt.NDArray[np.float32], float] | None = None,
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    extra: dict[str, Any] = {}
+    if probe is not None:
+        extra = {"probe_weights": probe[0].astype(np.float32), "probe_bias": np.float64(probe[1])}
     np.savez_compressed(
         out / f"{name}.npz",
         weights=weights.astype(np.float16),
         bias=np.float64(bias),
         threshold=np.float64(threshold),
         anchor=np.float64(anchor),
+        **extra,
     )
 
 
@@ -303,6 +363,13 @@ def train_pack_by_sources(
     pack = load_packs()[name]
     vetoes = VETOES.get(name, frozenset())
     sources = sorted({str(r["source"]) for r in rows})
+    x: npt.NDArray[np.float32] | None = None
+    if name in PROBES:
+        from .encoder import load_encoder  # noqa: PLC0415
+
+        x = load_encoder().embed([str(r["text"]) for r in rows])
+    y_all = np.array([bool(r["label"]) for r in rows])
+    src_all = np.array([str(r["source"]) for r in rows])
     probs: list[float] = []
     rules_hit: list[bool] = []
     truth: list[bool] = []
@@ -313,9 +380,17 @@ def train_pack_by_sources(
         texts, labels = training_texts(name, inside, random.Random(f"train:{name}:{source}"))
         weights, bias = fit(texts, np.array(labels), l2=l2)
         model = LearnedPack(name, weights, bias, threshold=0.5, anchor=anchor)
-        for r in left_out:
+        out_mask = src_all == source
+        probe_p = np.zeros(len(left_out))
+        if x is not None:
+            pw, pb = fit_probe(x[~out_mask], y_all[~out_mask])
+            probe_p = probe_probabilities(x[out_mask], pw, pb)
+        for r, q in zip(left_out, probe_p, strict=True):
             vetoed = pack.exception_holds(r["text"], vetoes)
-            probs.append(0.0 if vetoed else model.probability(r["text"]))
+            p_row = model.probability(r["text"])
+            if x is not None:
+                p_row = (p_row + float(q)) / 2
+            probs.append(0.0 if vetoed else p_row)
             rules_hit.append(pack.score(r["text"])[0] >= anchor)
             truth.append(bool(r["label"]))
             of_source.append(source)
@@ -337,10 +412,12 @@ def train_pack_by_sources(
     tp = int((fired & y).sum())
     texts, labels = training_texts(name, rows, random.Random(f"train:{name}"))
     weights, bias = fit(texts, np.array(labels), l2=l2)
-    _save(out, name, weights, bias, threshold, anchor)
+    probe = fit_probe(x, y_all) if x is not None else None
+    _save(out, name, weights, bias, threshold, anchor, probe)
     return {
         "train": len(rows),
         "l2": l2,
+        "probe": probe is not None,
         "threshold": threshold,
         "out_of_source_precision": round(tp / max(1, int(fired.sum())), 3),
         "out_of_source_recall": round(tp / max(1, int(y.sum())), 3),

@@ -147,6 +147,9 @@ def test_the_abuse_threshold_is_chosen_with_each_training_source_left_out(
         tmp_path / "b" / "abusive.npz"
     ).read_bytes()
     assert first == second
+    # abusive carries an embedding probe, fitted with each source left out as well
+    assert first["probe"] is True
+    assert load_learned_packs(tmp_path / "a")["abusive"].probe is not None
 
 
 def test_a_model_without_weights_is_a_clear_error(tmp_path: Path) -> None:
@@ -276,3 +279,81 @@ async def test_decide_prints_which_part_fired() -> None:
     first, second = (json.loads(line) for line in out.getvalue().splitlines())
     assert first["fired"]["abusive"] in ("rules", "both")
     assert second["fired"] == {"abusive": None, "human_handoff": "rules"}
+
+
+# -- the embedding probe ----------------------------------------------------------------------
+
+
+def test_the_encoder_reads_its_model_from_the_installed_package_without_the_network(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+
+    from guardrails.encoder import DIM as EMBEDDING_DIM
+    from guardrails.encoder import load_encoder
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the encoder reached for the network")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    load_encoder.cache_clear()
+    try:
+        x = load_encoder().embed(["I despise you.", "", "Can you move my appointment?"])
+    finally:
+        load_encoder.cache_clear()
+    assert x.shape == (3, EMBEDDING_DIM) and x.dtype == np.float32
+    assert np.linalg.norm(x, axis=1) == pytest.approx([1.0, 0.0, 1.0], abs=1e-5)
+    again = load_encoder().embed(["I despise you."])
+    assert np.array_equal(again[0], x[0])
+
+
+def test_a_missing_encoder_package_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from guardrails.encoder import load_encoder
+
+    monkeypatch.setitem(sys.modules, "wordllama", None)
+    load_encoder.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="need the wordllama package"):
+            load_encoder()
+    finally:
+        load_encoder.cache_clear()
+
+
+def test_the_abusive_classifier_averages_its_n_grams_and_its_embedding_probe() -> None:
+    packs = load_learned_packs()
+    abusive, injection = packs["abusive"], packs["prompt_injection"]
+    assert abusive.probe is not None and injection.probe is None
+    for text in ("I despise you.", "Those people are a disease.", "Can you check my order?"):
+        mean = (abusive.ngram_probability(text) + abusive.probe.probability(text)) / 2
+        assert abusive.probability(text) == pytest.approx(mean)
+        assert injection.probability(text) == injection.ngram_probability(text)
+
+
+def test_a_probe_of_the_wrong_size_is_a_clear_error(tmp_path: Path) -> None:
+    np.savez(
+        tmp_path / "abusive.npz",
+        weights=np.zeros(DIM, dtype=np.float16),
+        bias=0.0,
+        threshold=0.5,
+        anchor=0.7,
+        probe_weights=np.zeros(10, dtype=np.float32),
+        probe_bias=0.0,
+    )
+    with pytest.raises(ValueError, match="probe_weights: expected 256 values"):
+        load_learned_packs(tmp_path)
+
+
+def test_the_probe_folds_its_standardisation_into_its_weights() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 8)).astype(np.float32)
+    x[:, 0] = x[:, 0] * 5 + 3  # one dimension far off unit scale
+    y = x[:, 0] + x[:, 1] > 3.5
+    weights, bias = training.fit_probe(x, y)
+    p = training.probe_probabilities(x, weights, bias)
+    accuracy = float(((p >= 0.5) == y).mean())
+    assert accuracy > 0.9
+    again = training.fit_probe(x, y)
+    assert np.array_equal(again[0], weights) and again[1] == bias
