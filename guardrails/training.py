@@ -43,6 +43,7 @@ import random
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -183,15 +184,46 @@ def fit(
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     pos = y.sum()
     weight = np.where(y > 0, 0.5 / pos, 0.5 / (len(y) - pos))
-    w = np.zeros(DIM)
+    w, b = _adam_logistic(
+        DIM,
+        EPOCHS,
+        lambda w, b: np.add.reduceat(w[idx] * val, starts) + b,
+        lambda err: np.bincount(idx, weights=err[row_of] * val, minlength=DIM),
+        y,
+        weight,
+        l2,
+    )
+    return w.astype(np.float32), b
+
+
+def _adam_logistic(
+    dim: int,
+    steps: int,
+    logits: Callable[[npt.NDArray[np.float64], float], npt.NDArray[np.float64]],
+    back: Callable[[npt.NDArray[np.float64]], npt.NDArray[Any]],
+    y: npt.NDArray[np.float64],
+    weight: npt.NDArray[np.float64],
+    l2: float,
+) -> tuple[npt.NDArray[np.float64], float]:
+    """Full-batch Adam on a weighted L2 logistic loss, from zeros: the weights and bias.
+
+    Args:
+        dim: Number of weights.
+        steps: Adam steps.
+        logits: The rows' logits for weights ``w`` and bias ``b``.
+        back: The weights' gradient for the rows' weighted errors (without the penalty).
+        y: The rows' labels (0.0 or 1.0).
+        weight: Each row's weight in the loss.
+        l2: The penalty.
+    """
+    w = np.zeros(dim)
     b = 0.0
-    m, v = np.zeros(DIM), np.zeros(DIM)
+    m, v = np.zeros(dim), np.zeros(dim)
     mb = vb = 0.0
-    for step in range(1, EPOCHS + 1):
-        z = np.add.reduceat(w[idx] * val, starts) + b
-        p = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+    for step in range(1, steps + 1):
+        p = 1.0 / (1.0 + np.exp(-np.clip(logits(w, b), -40, 40)))
         err = (p - y) * weight
-        grad = np.bincount(idx, weights=err[row_of] * val, minlength=DIM) + l2 * w
+        grad = back(err) + l2 * w
         gb = float(err.sum())
         m = 0.9 * m + 0.1 * grad
         v = 0.999 * v + 0.001 * grad * grad
@@ -199,7 +231,7 @@ def fit(
         mb = 0.9 * mb + 0.1 * gb
         vb = 0.999 * vb + 0.001 * gb * gb
         b -= RATE * (mb / (1 - 0.9**step)) / (np.sqrt(vb / (1 - 0.999**step)) + 1e-8)
-    return w.astype(np.float32), float(b)
+    return w, b
 
 
 def fit_probe(
@@ -213,24 +245,12 @@ def fit_probe(
     mu = x.mean(axis=0)
     sd = x.std(axis=0) + 1e-6
     z = (x - mu) / sd
-    w = np.zeros(z.shape[1])
-    b = 0.0
     y = labels.astype(np.float64)
     pos = float(y.sum())
     weight = np.where(labels, 0.5 / pos, 0.5 / (len(y) - pos))
-    m, v = np.zeros_like(w), np.zeros_like(w)
-    mb = vb = 0.0
-    for t in range(1, PROBE_STEPS + 1):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w + b, -40, 40)))
-        err = (p - y) * weight
-        grad = z.T @ err + l2 * w
-        gb = float(err.sum())
-        m = 0.9 * m + 0.1 * grad
-        v = 0.999 * v + 0.001 * grad * grad
-        w -= RATE * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
-        mb = 0.9 * mb + 0.1 * gb
-        vb = 0.999 * vb + 0.001 * gb * gb
-        b -= RATE * (mb / (1 - 0.9**t)) / (np.sqrt(vb / (1 - 0.999**t)) + 1e-8)
+    w, b = _adam_logistic(
+        z.shape[1], PROBE_STEPS, lambda w, b: z @ w + b, lambda err: z.T @ err, y, weight, l2
+    )
     raw = w / sd
     return raw.astype(np.float32), float(b - mu @ raw)
 
