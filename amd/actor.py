@@ -54,12 +54,17 @@ _RINGBACK_PAIRS = ((440.0, 480.0), (400.0, 450.0))
 _RINGBACK_MIN_SECONDS = 0.3
 
 
+def _is_pair(hz: tuple[float, ...], pairs: tuple[tuple[float, float], ...]) -> bool:
+    """Whether ``hz`` is a dual tone within 15 Hz of one of ``pairs`` (low, high)."""
+    if len(hz) != 2:
+        return False
+    lo, hi = sorted(hz)
+    return any(abs(lo - a) < 15 and abs(hi - b) < 15 for a, b in pairs)
+
+
 def _is_ringback(tone: BeepEvent) -> bool:
     """Whether ``tone`` is a burst of ringback (a dual tone of a ringback pair)."""
-    if len(tone.hz) != 2 or tone.end - tone.start < _RINGBACK_MIN_SECONDS:
-        return False
-    lo, hi = sorted(tone.hz)
-    return any(abs(lo - a) < 15 and abs(hi - b) < 15 for a, b in _RINGBACK_PAIRS)
+    return tone.end - tone.start >= _RINGBACK_MIN_SECONDS and _is_pair(tone.hz, _RINGBACK_PAIRS)
 
 
 @dataclass(frozen=True)
@@ -173,11 +178,10 @@ class ToneListener:
     def _is_beep(self, beep: BeepEvent) -> bool:
         if beep.end - beep.start > self.max_seconds:
             return False
+        if _is_pair(beep.hz, _PROGRESS_PAIRS):
+            return False
         if len(beep.hz) == 2:
             lo, hi = sorted(beep.hz)
-            for a, b in _PROGRESS_PAIRS:
-                if abs(lo - a) < 15 and abs(hi - b) < 15:
-                    return False
             ratio = hi / lo
             if ratio < 1.15 or (lo < 600.0 and ratio < 1.35):
                 # two close low peaks: neighbouring harmonics of a voice under its
