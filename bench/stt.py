@@ -3,13 +3,17 @@
 Takes the callee's ``say`` lines of recorded calls (``configs/demo`` and the top level of
 ``tests/calls`` by default; lines with ``audio:`` play their file from
 ``tests/calls/audio``), rendered as a replay renders them: the replayer's Piper voice
-through its speech cache, or the audio file, then the call's line model and line noise.
+(or ``--voice``) through its speech cache, or the audio file, then the call's line model
+and line noise.
 Each call's lines are fed in 20 ms frames on the wall clock, 0.5 s of silence first and
 1 s after each line, through one STT stream per call and mode:
 
 - batch: ``local/whisper-tiny.en`` with ``streaming=False``, through livekit's
   ``stt.StreamAdapter`` with the silero VAD (what AgentSession does with it);
 - streaming: ``StreamingWhisperSTT`` with the same VAD (the registry's default).
+
+``--mode whole`` decodes each line in one piece instead, as fast as the machine allows
+(no VAD, no clock): recognition alone, for comparing decode options and voices.
 
 Prints the word error rate (words lowercased, punctuation dropped, numbers written out
 as words, word-level edit distance over all lines) and the delay from each
@@ -19,8 +23,9 @@ mode, and the lines whose transcripts differ between modes. Asserts nothing and 
 
 Usage::
 
-    .venv/bin/python bench/stt.py [PATH...] [--mode batch|streaming|both]
-        [--cpu-threads N] [--beam N] [--llm-load] [--limit N]
+    .venv/bin/python bench/stt.py [PATH...] [--mode batch|streaming|both|whole]
+        [--cpu-threads N] [--beam N] [--llm-load] [--limit N] [--voice V]
+        [--lines-per-call N] [--temperature-fallback]
 """
 
 from __future__ import annotations
@@ -42,12 +47,13 @@ from typing import TYPE_CHECKING, Any
 import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
 import numpy as np
 
-from agent.app.config import ConfigError, load_config
+from agent.app.config import AgentConfig, ConfigError, load_config
 from agent.app.logs import setup_logging
 from agent.core import Bus, clock
 from agent.replay.loader import RecordedCallError, load_paths
 from agent.telephony.audio import to_int16
 from agent.telephony.sim.recorded_call import RecordedCall
+from agent.telephony.sim.voices import VoiceError, check_installed, parse_voice
 
 if TYPE_CHECKING:
     from livekit.agents import stt
@@ -140,26 +146,42 @@ def command_line() -> str:
     return f"cd {shlex.quote(os.getcwd())} && {shlex.join([sys.executable, *sys.argv])}"
 
 
-def render_lines(calls: list[RecordedCall]) -> list[Line]:
-    """Every callee ``say`` line, rendered by the replay's own simulator and speech cache."""
-    from agent.replay.runner import default_cache_dir
+def render_lines(
+    calls: list[RecordedCall],
+    config: AgentConfig,
+    voice: str | None = None,
+    per_call: int | None = None,
+) -> list[Line]:
+    """Every callee ``say`` line (the first ``per_call`` of each call), rendered by the
+    replay's own simulator and speech cache, in ``voice`` where the line or call names none."""
+    from agent.replay.runner import Replayer, ReplayOptions, default_cache_dir
     from agent.telephony.sim.simulator import CallSimulator
     from agent.telephony.sim.voices import piper_cache
 
-    # the replayer's voice and cache (Replayer._default_synth): the disk cache is shared
+    # the replayer's voices and cache (Replayer.line_synth): the disk cache is shared
     cache = piper_cache(default_cache_dir() / "speech")
+    replayer = Replayer(config, ReplayOptions(text_only=False, voice=voice))
     lines = []
     for call in calls:
         sim = CallSimulator(
-            call, bus=Bus("bench"), text_only=False, synth=cache.get, sample_rate=RATE
+            call,
+            bus=Bus("bench"),
+            text_only=False,
+            synth=cache.get,
+            line_synth=replayer.line_synth(call, cache.get),
+            sample_rate=RATE,
         )
         sim.prepare()
+        taken = 0
         noise_db = call.line.noise_db if call.line is not None else None
         # the simulator's CalleeAudioInput adds the line's noise floor to every frame
         rng = np.random.default_rng(0)
         for seg in sim.segments:
             if seg.payload != "say" or not seg.text:
                 continue
+            if per_call is not None and taken >= per_call:
+                break
+            taken += 1
             audio = np.concatenate([seg.audio, np.zeros(int(AFTER_LINE * RATE), np.float32)])
             if noise_db is not None:
                 audio = audio + rng.standard_normal(len(audio)).astype(np.float32) * 10 ** (
@@ -202,6 +224,28 @@ async def run_modes(
     for model in models:
         await model.aclose()
     return results
+
+
+def decode_whole(lines: list[Line], opts: dict[str, object]) -> ModeResult:
+    """Each line decoded in one piece, one after another: recognition alone (no VAD, no
+    pacing; the line's trailing silence included)."""
+    from agent.models import build_stt
+    from agent.models.whisper_stt import WhisperSTT
+
+    whisper = build_stt("local/whisper-tiny.en", **opts)
+    assert isinstance(whisper, WhisperSTT)
+    result = ModeResult("whole")
+    whisper.transcribe(np.zeros(RATE, np.float32))  # load the model first
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for index, line in enumerate(lines):
+        started = time.perf_counter()
+        decoded = whisper.transcribe(line.audio.astype(np.float32) / 32768.0)
+        result.decodes.append(time.perf_counter() - started)
+        if decoded.text:
+            result.heard[index] = [decoded.text]
+    result.cpu_seconds = time.process_time() - cpu0
+    result.wall_seconds = time.perf_counter() - wall0
+    return result
 
 
 def _counted(transcribe: Callable[..., Decoded], result: ModeResult) -> Callable[..., Decoded]:
@@ -335,7 +379,7 @@ def report(lines: list[Line], results: list[ModeResult]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", type=Path, help="*.call.yaml files or folders")
-    parser.add_argument("--mode", choices=["batch", "streaming", "both"], default="both")
+    parser.add_argument("--mode", choices=["batch", "streaming", "both", "whole"], default="both")
     parser.add_argument("--cpu-threads", type=int, default=None, help="Whisper's threads")
     parser.add_argument("--beam", type=int, default=None, help="Whisper's beam width")
     parser.add_argument(
@@ -349,7 +393,22 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="encode Whisper's padded 30 s window (as before fit_window) instead of a fitted one",
     )
+    parser.add_argument(
+        "--temperature-fallback",
+        action="store_true",
+        help="sample again at rising temperatures when a decode reads as unlikely "
+        "(faster-whisper's default; off in the product)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="only the first N lines")
+    parser.add_argument(
+        "--voice",
+        default=None,
+        help="callee voice for lines whose call names none (default: the replayer's Piper "
+        "voice): piper, espeak[:ACCENT[+VARIANT]][:speed=WPM[-WPM]][:pitch=P[-P]]",
+    )
+    parser.add_argument(
+        "--lines-per-call", type=int, default=None, help="only each call's first N lines"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every final")
     args = parser.parse_args(argv)
 
@@ -358,8 +417,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config()
         calls = load_paths(args.paths or DEFAULT_PATHS)
+        if args.voice is not None:
+            check_installed(parse_voice(args.voice))
     except (ConfigError, RecordedCallError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except VoiceError as exc:
+        print(f"error: --voice: {exc}", file=sys.stderr)
         return 2
     opts: dict[str, object] = {}
     if args.cpu_threads is not None:
@@ -370,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
         opts["interim_every"] = args.interim_every
     if args.full_window:
         opts["fit_window"] = False
+    if args.temperature_fallback:
+        opts["temperature_fallback"] = True
     from agent.models.whisper_stt import WhisperOptions
 
     shown = WhisperOptions(**opts)  # type: ignore[arg-type]
@@ -379,17 +445,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"whisper: tiny.en {shown.compute_type}, {shown.cpu_threads} threads, beam "
-        f"{shown.beam_size}, {'fitted' if shown.fit_window else 'full 30 s'} window; "
+        f"{shown.beam_size}, {'fitted' if shown.fit_window else 'full 30 s'} window, "
+        f"temperature {'0 to 1 (fallback)' if shown.temperature_fallback else '0 only'}; "
         f"streaming: interim every {shown.interim_every} s, trim after "
         f"{shown.trim_after} s; VAD min silence {config.turn.vad_min_silence} s"
     )
     started = time.perf_counter()
-    lines = render_lines(calls)[: args.limit]
+    lines = render_lines(calls, config, args.voice, args.lines_per_call)[: args.limit]
     seconds = sum(len(line.audio) for line in lines) / RATE
     print(
-        f"callee speech: {len(lines)} say lines from {len(calls)} calls, {seconds:.0f} s of "
+        f"callee speech: {len(lines)} say lines from {len(calls)} calls in "
+        f"{args.voice or 'the Piper voice'}, {seconds:.0f} s of "
         f"audio with silences (rendered in {time.perf_counter() - started:.1f} s)"
     )
+    if args.mode == "whole":
+        result = decode_whole(lines, opts)
+        report(lines, [result])
+        print(f"host load average {os.getloadavg()[0]:.2f} at end")
+        return 0
     modes = ["batch", "streaming"] if args.mode == "both" else [args.mode]
     load = LlmLoad() if args.llm_load else None
     print(f"running {' and '.join(modes)}, call by call ...", flush=True)

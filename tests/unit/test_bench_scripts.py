@@ -25,3 +25,18 @@ def test_bench_script_runs_as_a_script(script: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage:")
+
+
+def test_stt_bench_refuses_an_unknown_voice_in_one_line(tmp_path: Path) -> None:
+    call = ROOT / "tests" / "calls" / "amd" / "human-yeah.call.yaml"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "stt.py"), "--voice", "espeak:zz-nowhere", str(call)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("error: --voice: ") and "zz-nowhere" in line
