@@ -64,6 +64,8 @@ MIN_WINDOW = 2
 #: redone with the full window when it has more words per second than this
 MAX_TOKENS_PER_SECOND = 8
 MAX_WORDS_PER_SECOND = 5
+#: faster-whisper's default temperatures, tried in turn with ``temperature_fallback``
+FALLBACK_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 _DECODE_LOCK = threading.Lock()
 
 
@@ -93,6 +95,13 @@ class WhisperOptions:
             30 s: the encoder's cost follows the window, so a phone utterance decodes
             about twice as fast (``bench/stt.py``). A fitted decode that reads as
             looped (:func:`looks_looped`) is done again with the full window.
+        temperature_fallback: faster-whisper's fallback: a decode whose mean token
+            log-probability is below -1, or whose text compresses too well, is sampled
+            again at temperatures 0.2 to 1.0 (five hypotheses each) until one passes.
+            Off by default: sampling makes a replay of the same audio hear other words
+            from run to run, and on speech Whisper hears badly it costs up to 30 more
+            hypotheses per decode (seconds) for no fewer errors (docs/decisions.md,
+            "Whisper decodes at temperature 0 only").
     """
 
     model_path: str | None = None
@@ -105,6 +114,7 @@ class WhisperOptions:
     interim_every: float = 0.7
     trim_after: float = 8.0
     fit_window: bool = True
+    temperature_fallback: bool = False
 
     def resolved_path(self) -> str:
         """The model directory to load."""
@@ -264,6 +274,7 @@ class WhisperSTT(BackgroundLoad, stt.STT):
             prompt=prompt,
             timestamps=timestamps,
             fit_window=self._opts.fit_window,
+            temperature_fallback=self._opts.temperature_fallback,
         )
 
     def _transcribe_blocking(self, buffer: AudioBuffer, language: str) -> tuple[str, float, float]:
@@ -326,6 +337,7 @@ def decode_blocking(
     prompt: str | None = None,
     timestamps: bool = False,
     fit_window: bool = False,
+    temperature_fallback: bool = False,
 ) -> Decoded:
     """Transcribe float32 16 kHz mono audio in one call (blocking: run it in an executor).
 
@@ -337,11 +349,15 @@ def decode_blocking(
         prompt: text said just before ``audio`` (Whisper's initial prompt).
         timestamps: decode timestamp tokens, so that ``segments`` carry real times.
         fit_window: encode a window of the audio's length (see ``WhisperOptions``).
+        temperature_fallback: sample again at rising temperatures when a decode reads
+            as unlikely or repetitive (see ``WhisperOptions``); otherwise the beam
+            search at temperature 0 is the answer, the same for the same audio.
     """
     if len(audio) == 0:
         return Decoded("", 0.0)
     seconds = len(audio) / WHISPER_SAMPLE_RATE
-    args = (model, audio, language, beam_size, prompt, timestamps)
+    temperatures = FALLBACK_TEMPERATURES if temperature_fallback else (0.0,)
+    args = (model, audio, language, beam_size, prompt, timestamps, temperatures)
     if fit_window:
         window = min(FULL_WINDOW, max(MIN_WINDOW, math.ceil(seconds + WINDOW_PAD)))
         if window < FULL_WINDOW:
@@ -353,7 +369,26 @@ def decode_blocking(
             fitted = _decode(*args, window=window, max_new_tokens=_token_cap(seconds))
             if fitted.text and not looks_looped(fitted.text, seconds):
                 return fitted
-    return _decode(*args, window=None, max_new_tokens=None)
+    full = _decode(*args, window=None, max_new_tokens=None)
+    if prompt and looks_looped(full.text, seconds):
+        # The prompt (the text of audio cut before this) tipped Whisper into a loop it
+        # keeps in every window ("Thank you very much for watching, and thank you very
+        # much for watching, ..." after a garbled menu): the words of the audio itself,
+        # heard without it, are worth more than the thread of the utterance.
+        again = _decode(
+            model,
+            audio,
+            language,
+            beam_size,
+            None,
+            timestamps,
+            temperatures,
+            window=None,
+            max_new_tokens=None,
+        )
+        if not looks_looped(again.text, seconds):
+            return again
+    return full
 
 
 def norm_word(word: str) -> str:
@@ -392,6 +427,7 @@ def _decode(
     beam_size: int,
     prompt: str | None,
     timestamps: bool,
+    temperatures: tuple[float, ...],
     *,
     window: int | None,
     max_new_tokens: int | None,
@@ -409,6 +445,7 @@ def _decode(
             condition_on_previous_text=False,
             without_timestamps=not timestamps,
             initial_prompt=prompt or None,
+            temperature=list(temperatures),
             chunk_length=window or FULL_WINDOW,
             max_new_tokens=max_new_tokens,
         )

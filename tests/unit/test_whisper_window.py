@@ -94,3 +94,114 @@ def test_a_fitted_decode_that_loses_every_word_or_loops_is_done_again_in_the_ful
     assert fake.windows[0] == whisper_stt.MIN_WINDOW + 2  # ceil(1 s + 3 s pad)
     if decodes == 2:
         assert fake.windows[1] is None
+
+
+class _Model:
+    """Stands in for faster-whisper's model: records what ``transcribe`` was asked."""
+
+    def __init__(self) -> None:
+        from types import SimpleNamespace
+
+        self.calls: list[dict[str, object]] = []
+        self.feature_extractor = SimpleNamespace(
+            sampling_rate=16000, hop_length=160, n_samples=480000, nb_max_frames=3000
+        )
+
+    def transcribe(self, _audio: object, **kwargs: object) -> tuple[list[object], None]:
+        from types import SimpleNamespace
+
+        self.calls.append(kwargs)
+        return [SimpleNamespace(start=0.0, end=1.0, text=" Hello.", avg_logprob=-0.2)], None
+
+
+@pytest.mark.parametrize(("fallback", "temperatures"), [(False, [0.0]), (True, None)])
+def test_decodes_sample_at_rising_temperatures_only_when_asked(
+    fallback: bool, temperatures: list[float] | None
+) -> None:
+    import numpy as np
+
+    from agent.models import whisper_stt
+
+    model = _Model()
+    got = whisper_stt.decode_blocking(
+        model,  # type: ignore[arg-type]
+        np.zeros(whisper_stt.WHISPER_SAMPLE_RATE, dtype=np.float32),
+        language="en",
+        beam_size=5,
+        fit_window=True,
+        temperature_fallback=fallback,
+    )
+    assert got.text == "Hello."
+    [call] = model.calls
+    # the beam search at temperature 0 alone gives the same words for the same audio
+    expected = temperatures if temperatures is not None else [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert call["temperature"] == expected
+    assert call["beam_size"] == 5
+
+
+def test_the_stt_passes_its_fallback_option_to_every_decode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import numpy as np
+
+    from agent.models import build_stt, whisper_stt
+
+    model = _Model()
+    monkeypatch.setattr(whisper_stt, "load_whisper_model", lambda _opts: model)
+    audio = np.zeros(whisper_stt.WHISPER_SAMPLE_RATE, dtype=np.float32)
+    default = build_stt("local/whisper-tiny.en")
+    assert isinstance(default, whisper_stt.WhisperSTT)
+    default.transcribe(audio)
+    sampled = build_stt("local/whisper-tiny.en", temperature_fallback=True)
+    assert isinstance(sampled, whisper_stt.WhisperSTT)
+    sampled.transcribe(audio)
+    assert [c["temperature"] for c in model.calls] == [[0.0], [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]]
+
+
+LOOP = "Thank you very much for watching, and " * 6
+
+
+@pytest.mark.parametrize(
+    ("prompt", "without_prompt", "expected", "decodes"),
+    [
+        # the prompt tipped both windows into a loop: the audio heard without it wins
+        ("Thank you for calling.", "For the paint department, press two.", "For the paint", 3),
+        # it loops without the prompt too: the full window's answer stands
+        ("Thank you for calling.", LOOP, "Thank you very much", 3),
+        # no prompt to drop: two decodes, as before
+        (None, "unused", "Thank you very much", 2),
+    ],
+)
+def test_a_prompted_decode_that_loops_in_both_windows_is_done_once_more_without_the_prompt(
+    monkeypatch: pytest.MonkeyPatch,
+    prompt: str | None,
+    without_prompt: str,
+    expected: str,
+    decodes: int,
+) -> None:
+    import numpy as np
+
+    from agent.models import whisper_stt
+
+    asked: list[tuple[str | None, int | None]] = []
+
+    def fake(*args: object, window: int | None, max_new_tokens: int | None) -> object:
+        given = args[4]
+        assert given is None or isinstance(given, str)
+        asked.append((given, window))
+        return whisper_stt.Decoded(LOOP if given or prompt is None else without_prompt, 0.3)
+
+    monkeypatch.setattr(whisper_stt, "_decode", fake)
+    got = whisper_stt.decode_blocking(
+        object(),  # type: ignore[arg-type]
+        np.zeros(4 * whisper_stt.WHISPER_SAMPLE_RATE, dtype=np.float32),
+        language="en",
+        beam_size=5,
+        prompt=prompt,
+        fit_window=True,
+    )
+    assert got.text.startswith(expected)
+    assert len(asked) == decodes
+    assert asked[1] == (prompt, None)  # the full window, with the prompt
+    if decodes == 3:
+        assert asked[2] == (None, None)
