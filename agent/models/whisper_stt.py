@@ -357,7 +357,20 @@ def decode_blocking(
         return Decoded("", 0.0)
     seconds = len(audio) / WHISPER_SAMPLE_RATE
     temperatures = FALLBACK_TEMPERATURES if temperature_fallback else (0.0,)
-    args = (model, audio, language, beam_size, prompt, timestamps, temperatures)
+
+    def decode(prompt: str | None, window: int | None, max_new_tokens: int | None) -> Decoded:
+        return _decode(
+            model,
+            audio,
+            language,
+            beam_size,
+            prompt,
+            timestamps,
+            temperatures,
+            window=window,
+            max_new_tokens=max_new_tokens,
+        )
+
     if fit_window:
         window = min(FULL_WINDOW, max(MIN_WINDOW, math.ceil(seconds + WINDOW_PAD)))
         if window < FULL_WINDOW:
@@ -366,26 +379,16 @@ def decode_blocking(
             # empty, and the full window heard it); such a decode is cut short and
             # done again the usual way. Music, tones and noise decode empty in both
             # windows, so the second decode finds no words where there are none.
-            fitted = _decode(*args, window=window, max_new_tokens=_token_cap(seconds))
+            fitted = decode(prompt, window, _token_cap(seconds))
             if fitted.text and not looks_looped(fitted.text, seconds):
                 return fitted
-    full = _decode(*args, window=None, max_new_tokens=None)
+    full = decode(prompt, None, None)
     if prompt and looks_looped(full.text, seconds):
         # The prompt (the text of audio cut before this) tipped Whisper into a loop it
         # keeps in every window ("Thank you very much for watching, and thank you very
         # much for watching, ..." after a garbled menu): the words of the audio itself,
         # heard without it, are worth more than the thread of the utterance.
-        again = _decode(
-            model,
-            audio,
-            language,
-            beam_size,
-            None,
-            timestamps,
-            temperatures,
-            window=None,
-            max_new_tokens=None,
-        )
+        again = decode(None, None, None)
         if not looks_looped(again.text, seconds):
             return again
     return full
