@@ -172,16 +172,11 @@ def render_lines(
             sample_rate=RATE,
         )
         sim.prepare()
-        taken = 0
         noise_db = call.line.noise_db if call.line is not None else None
         # the simulator's CalleeAudioInput adds the line's noise floor to every frame
         rng = np.random.default_rng(0)
-        for seg in sim.segments:
-            if seg.payload != "say" or not seg.text:
-                continue
-            if per_call is not None and taken >= per_call:
-                break
-            taken += 1
+        said = [seg for seg in sim.segments if seg.payload == "say" and seg.text]
+        for seg in said[:per_call]:
             audio = np.concatenate([seg.audio, np.zeros(int(AFTER_LINE * RATE), np.float32)])
             if noise_db is not None:
                 audio = audio + rng.standard_normal(len(audio)).astype(np.float32) * 10 ** (
