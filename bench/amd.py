@@ -8,8 +8,10 @@ whole runtime, in text-only mode, audio mode or both, and prints:
 * a confusion matrix (expected rows, predicted columns);
 * decision latency: for calls expected ``human``, seconds from the end of the
   callee line the decision followed (the simulator's ground truth: the
-  person's first utterance) to AMD's decision, p50/p95; separately for calls
-  where the person answered first; for every decided call, from the answer;
+  person's first utterance) to AMD's decision, p50/p95 (a decision made in the
+  quiet a synthesised line ends with counts as 0 s after that line; the same
+  from the end of the voice is printed beside it); separately for calls where
+  the person answered first; for every decided call, from the answer;
 * machine calls first taken for a person: the fast "person" verdict is
   provisional, so a later beep or menu corrects it, but the agent has begun
   talking to a machine; the faster the person rule, the more of these;
@@ -219,9 +221,10 @@ def summary(results: dict[str, list[Row]]) -> None:
         )
     print(
         "  (p50: seconds from the end of the line of a person who answered the call to the"
-        " decision;\n   p50v: the same from the end of the voice in that line, without the"
-        " quiet the synthesiser appended;\n   m>p: machine calls whose first verdict was a"
-        " person)"
+        " decision,\n   0 when it came in the quiet the line ends with;"
+        " p50v: the same from the end of the voice in that line,\n   without the"
+        " quiet the synthesiser appended;"
+        " m>p: machine calls whose first verdict was a person)"
     )
 
 

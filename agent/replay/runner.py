@@ -293,24 +293,34 @@ def _amd_delay(sim: CallSimulator, observed: CallResult) -> float | None:
     """Seconds from the end of the callee line that AMD's decision followed, to the decision.
 
     For a person who answers "Hello?" that is the end of their first utterance;
-    after a screener or a menu, the end of the person's first line.
+    after a screener or a menu, the end of the person's first line. The line the
+    decision followed is the last one whose voice had ended by then: a decision made
+    in the quiet a line's audio ends with (a synthesiser appends up to 0.4 s) follows
+    that line, and counts as 0 s after it.
     """
-    if observed.amd is None or observed.amd.decided_at is None or sim.answered_at is None:
-        return None
-    decided = observed.amd.decided_at + sim.answered_at
-    ends = [end for payload, _, end in sim.played if payload in ("say", "audio") and end <= decided]
-    if not ends:
-        return None
-    return decided - ends[-1]
+    line = _line_decided_after(sim, observed)
+    return None if line is None else max(0.0, line[2] - line[1])
 
 
 def _amd_delay_from_voice(sim: CallSimulator, observed: CallResult) -> float | None:
     """Seconds from the end of the voice that AMD's decision followed, to the decision."""
+    line = _line_decided_after(sim, observed)
+    return None if line is None else line[2] - line[0]
+
+
+def _line_decided_after(
+    sim: CallSimulator, observed: CallResult
+) -> tuple[float, float, float] | None:
+    """(voice end, audio end, decision time) of the callee line AMD's decision followed:
+    the last speech line whose voice had ended when AMD decided, in loop time."""
     if observed.amd is None or observed.amd.decided_at is None or sim.answered_at is None:
         return None
     decided = observed.amd.decided_at + sim.answered_at
-    ends = [end for end in sim.voice_ends if end <= decided]
-    return decided - ends[-1] if ends else None
+    # voice_ends holds one entry per speech segment, in the order `played` lists them
+    ends = [end for payload, _, end in sim.played if payload in ("say", "audio")]
+    lines = [(voice, end) for voice, end in zip(sim.voice_ends, ends, strict=True)]
+    before = [line for line in lines if line[0] <= decided]
+    return (*before[-1], decided) if before else None
 
 
 def _relative_played(sim: CallSimulator) -> list[tuple[str, float, float]]:
