@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from amd.menu_shapes import damaged_menu_cues, is_press_like
+from amd.menu_shapes import DAMAGED, damaged_menu_cues, is_press_like
 from amd.tolerance import FUNCTION_WORDS, SOUND_ALIKE, word_quality
 
 __all__ = ["Cue", "canonical_words", "carrier_cues", "menu_cues", "screener_cues"]
@@ -244,7 +244,16 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
             (
                 j
                 for j in range(reached + 1, len(tokens) - 1)
-                if tokens[j] == "which" and tokens[j + 1].startswith("department")
+                if tokens[j] == "which"
+                and (
+                    tokens[j + 1].startswith("department")
+                    # a function word slipped in: "which the department would you like"
+                    or (
+                        tokens[j + 1] in FUNCTION_WORDS
+                        and j + 2 < len(tokens)
+                        and tokens[j + 2].startswith("department")
+                    )
+                )
             ),
             None,
         )
@@ -361,8 +370,43 @@ _STATE: tuple[tuple[str, ...], ...] = tuple(
 )
 
 
+#: Carrier states nobody answering a call says of the line they answer on: with an
+#: apology they are an intercept even when the party's words were lost ("I'm sorry,
+#: this humbles and being temporarily disconnected at a customer request").
+_INTERCEPT_ONLY: tuple[tuple[str, ...], ...] = tuple(
+    tuple(p.split())
+    for p in (
+        "been disconnected",
+        "temporarily disconnected",
+        "customer request",
+        "customers request",
+        "not in service",
+        "no longer in service",
+    )
+)
+_APOLOGIES: tuple[tuple[str, ...], ...] = tuple(
+    tuple(p.split()) for p in ("we are sorry", "i am sorry", "sorry")
+)
+
+
+def _apology_then_state(tokens: Sequence[str]) -> list[Cue]:
+    """The turn opens with an apology and, within 20 words, a state only a carrier
+    announces ("I'm sorry, ... has been disconnected at the customer's request")."""
+    opener = next((a for a in _APOLOGIES if _prompt_at(tokens, 0, a)), None)
+    if opener is None:
+        return []
+    rest = tokens[len(opener) : len(opener) + 20]
+    for j in range(len(rest)):
+        for state in _INTERCEPT_ONLY:
+            if _prompt_at(rest, j, state):
+                label = f"carrier: an apology ... {' '.join(state)}"
+                return [("machine-unavailable", label, 0, DAMAGED)]
+    return []
+
+
 def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
-    """Carrier-intercept evidence: the called party named, then what is wrong with it.
+    """Carrier-intercept evidence: the called party named, then what is wrong with it;
+    or an apology, then a state only a carrier announces.
 
     Returned as strong ``machine-unavailable``; the phrase gate drops it when the
     same recording offers to take a message (carrier voicemail opens the same way).
@@ -380,7 +424,7 @@ def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
                     if _prompt_at(rest, j, state):
                         label = f"carrier: {' '.join(party)} ... {' '.join(state)}"
                         return [("machine-unavailable", label, i, 1.0)]
-    return []
+    return _apology_then_state(tokens)
 
 
 #: Words before "your name" that make it a voicemail's ask, not a screener's.

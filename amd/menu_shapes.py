@@ -22,8 +22,8 @@ voices and from menus written for the purpose and never replayed, docs/amd.md):
 * **directory prompts keep their frame**: "if you know ... extension", "for
   doctor Patel ... extension ... 4", "reach
   someone by name", "the first three ... of the last name", "say the name on
-  the person" (a screener asks for *your* name, never the name of the person
-  or department you want).
+  the person", "say ... name ... you would like to reach" (a screener asks for
+  *your* name, never the name of the person or department you want).
 
 One damaged option is no evidence: a person may say "great, one for you".
 Every cue here needs two options, one option and the way menus end ("for all
@@ -47,8 +47,9 @@ DAMAGED = 0.9
 #: The key verbs as said.
 _VERBS = frozenset({"press", "dial", "push", "select", "choose", "enter", "hit", "touch"})
 #: What the recogniser writes for "press": p, b or g, "r", a front vowel, and at
-#: most four more letters ("pre", "prez", "pray", "brave", "great", "breast").
-_PRESS_LIKE = re.compile(r"^[pbg]r(e|a|ai|ay|ea|ei)[a-z]{0,4}$")
+#: most four more letters ("pre", "prez", "pray", "brave", "great", "breast",
+#: "print").
+_PRESS_LIKE = re.compile(r"^[pbg]r(e|a|ai|ay|ea|ei|i)[a-z]{0,4}$")
 #: Number words the recogniser writes as other words when a key follows a verb.
 _KEY_HOMOPHONES = {
     "won": "1",
@@ -67,6 +68,12 @@ _KEY_HOMOPHONES = {
     "oh": "0",
 }
 _KEY_WORDS = frozenset({"pound", "star", "hash", "zero"})
+#: "press" glued to a key written as a word ("presto", "prefto": "press two"); the
+#: shortest stem that leaves a key is taken ("pretty" and "prefer" leave none).
+_GLUED_KEY = re.compile(
+    r"^([pb]r(?:e|a|ai|ay|ea|ei|i)[a-z]{0,3}?)"
+    r"(one|won|two|to|too|three|tree|free|four|for|fore)$"
+)
 
 
 def is_press_like(token: str) -> bool:
@@ -82,6 +89,26 @@ def _key(token: str) -> str | None:
     return _KEY_HOMOPHONES.get(token)
 
 
+def _key_id(token: str) -> str | None:
+    """Which key ``token`` names, to tell two options apart: a homophone stands for
+    itself ("pray through ... pray free" are two keys, whichever digits they were)."""
+    key = _key(token)
+    return token if key is not None and token in _KEY_HOMOPHONES else key
+
+
+def _unglued(tokens: Sequence[str]) -> tuple[list[str], list[int]]:
+    """Tokens with a key glued to a press-like verb split off ("prefto" -> "pref",
+    "to"), and for each the index of the token it came from."""
+    out: list[str] = []
+    where: list[int] = []
+    for i, t in enumerate(tokens):
+        m = _GLUED_KEY.match(t)
+        parts = m.groups() if m and is_press_like(m.group(1)) else (t,)
+        out.extend(parts)
+        where.extend([i] * len(parts))
+    return out, where
+
+
 def _damaged_options(tokens: Sequence[str]) -> list[Cue]:
     """A verb-like word before two different keys: two options, whatever the verb became."""
     slots: dict[str, list[tuple[int, str]]] = {}
@@ -89,7 +116,7 @@ def _damaged_options(tokens: Sequence[str]) -> list[Cue]:
         verb = tokens[i]
         if not is_press_like(verb):
             continue
-        key = _key(tokens[i + 1])
+        key = _key_id(tokens[i + 1])
         if key is None and verb == "pre" and len(tokens[i + 1]) <= 4:
             # "Pre-1", "pre-form", "pre-run": "pre" is no word of its own; a short
             # word after it is the key, however it was written ("pre-owned" is a word)
@@ -238,6 +265,21 @@ def _directory(tokens: Sequence[str]) -> list[Cue]:
                 and tokens[i - 2] in {"someone", "dial", "search", "employee", "party"}
             ):
                 cues.append(("machine-ivr", "directory: reach someone by name", i, DAMAGED))
+        elif tok == "reach" and tokens[max(0, i - 2) : i] in (["like", "to"], ["wish", "to"]):
+            # "say the name of the person or department you would like to reach", the
+            # words between lost ("say my name I'm the person for the apartment you
+            # would like to reach"): a name asked for, then whom we want to reach
+            before = tokens[max(0, i - 16) : i - 2]
+            asked = any(
+                t == "name"
+                and before[k - 1 : k] != ["your"]  # "say your name and who ...": ours
+                and any(v in {"say", "spell", "enter"} for v in before[max(0, k - 3) : k])
+                for k, t in enumerate(before)
+            )
+            if asked:
+                cues.append(
+                    ("machine-ivr", "directory: a name, then whom you would reach", i, DAMAGED)
+                )
         elif tok == "last" and i + 1 < n and tokens[i + 1] == "name":
             # "the first three letters of their last name", however "letters" came out
             window = tokens[max(0, i - 7) : i]
@@ -257,10 +299,10 @@ def damaged_menu_cues(tokens: Sequence[str]) -> list[Cue]:
     Returns:
         ``(category, label, start word, strength)`` cues, possibly none.
     """
+    split, where = _unglued(tokens)
+    cues = [*_damaged_options(split), *_option_and_close(split), *_counted_keys(split)]
     return [
-        *_damaged_options(tokens),
-        *_option_and_close(tokens),
-        *_counted_keys(tokens),
+        *((category, label, where[start], strength) for category, label, start, strength in cues),
         *_directory(tokens),
     ]
 

@@ -198,7 +198,14 @@ def test_people_heard_through_the_same_damage_give_no_menu(said: str) -> None:
 
 @pytest.mark.parametrize(
     ("word", "like"),
-    [("pre", True), ("pret", True), ("pray", True), ("brave", True), ("great", True)]
+    [
+        ("pre", True),
+        ("pret", True),
+        ("pray", True),
+        ("brave", True),
+        ("great", True),
+        ("print", True),
+    ]
     + [("tree", False), ("dress", False), ("less", False), ("three", False), ("pass", False)],
 )
 def test_what_counts_as_press_heard_otherwise(word: str, like: bool) -> None:
@@ -319,4 +326,88 @@ def test_two_options_framed_alike_are_a_menu_though_verb_and_key_were_lost(heard
     ],
 )
 def test_one_option_like_sentence_or_two_unlike_ones_are_no_menu(said: str) -> None:
+    assert _verdict(said) is None
+
+
+# -- what unheard voices taught (issue 19, ninth round: espeak-ng en-gb-scotland and
+# en-us-nyc, voices the suites were never tuned on) --------------------------------
+
+
+@pytest.mark.parametrize(
+    "heard",
+    [
+        # "press" glued to a key written as a word: "prefto", "presto" ("press two")
+        "Hi, thanks for calling Cobalt Bank. How can we help you today for checking and "
+        "saving Prev1 for credit card, prefto",
+        "For appointments, prefour. For billing, presto.",
+        # "print" for "press": a stop, "r", a front vowel
+        "For English, print one. For Spanish, print two.",
+        # two keys heard as homophones of one digit are still two keys
+        "For billing, pray through, for pharmacy, pray free.",
+    ],
+)
+def test_key_verbs_and_keys_damaged_in_other_ways_are_still_options(heard: str) -> None:
+    assert _verdict(heard) == "machine-ivr"
+
+
+def test_a_language_named_before_print_and_a_key_is_a_language_menu() -> None:
+    assert _verdict("For service in English, print one.") == "machine-ivr"
+    assert _verdict("For English, print one. For punished, pray through.") == "machine-ivr"
+
+
+@pytest.mark.parametrize(
+    ("heard", "category"),
+    [
+        # "Please say the name of the person or department you would like to reach":
+        # "the" heard as "my" reads like a screener's "say your name", the rest is a directory
+        (
+            "Thank you for calling Westfield. Please say my name I'm the person for the "
+            "apartment you would like to reach.",
+            "machine-ivr",
+        ),
+        ("Please spell the name of the party you wish to reach.", "machine-ivr"),
+        # our own name asked for is a screener's ask, never a directory
+        ("Can you say your name and who you would like to reach?", "machine-screening"),
+        ("Who would you like to reach? I can put you through.", None),
+    ],
+)
+def test_a_name_asked_for_then_whom_you_would_reach_is_a_directory(
+    heard: str, category: str | None
+) -> None:
+    assert _verdict(heard) == category
+
+
+def test_which_department_with_a_word_slipped_in_is_still_the_recordings_question() -> None:
+    heard = "You've reached Lake New Motors, which the department would you like, just stay ill."
+    assert _verdict(heard) == "machine-ivr"
+    assert _verdict("Lake New Motors, which the department would you like?") is None
+
+
+@pytest.mark.parametrize(
+    "heard",
+    [
+        # "I'm sorry, the number you have dialed has been temporarily disconnected at the
+        # customer's request", the party lost
+        "I'm sorry, this humbles and being temporarily disconnected at a customer request.",
+        "I'm sorry, the tumbler has been simply willing to connect to not in the customer request.",
+        "We're sorry, your goal is not in service. Please check the number.",
+    ],
+)
+def test_an_apology_then_a_state_only_carriers_announce_is_an_intercept(heard: str) -> None:
+    assert _verdict(heard) == "machine-unavailable"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Sorry, we got disconnected earlier. Who is this?",
+        "I'm sorry, she's not in the office, can you try again later?",
+        "Sorry, he's no longer with the company.",
+        "Hello? Sorry, the line was disconnected. Who's calling?",
+        "Presto, I'm here. Who's this?",
+        "I need to print one copy for you, then two more.",
+        "Sorry, I'm at the printer. Who is this?",
+    ],
+)
+def test_people_apologising_or_printing_give_no_machine_evidence(said: str) -> None:
     assert _verdict(said) is None
