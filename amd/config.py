@@ -41,6 +41,11 @@ class AmdConfig(BaseModel):
     a person even before its transcript arrives (the "Hello?" rule)."""
     short_greeting_words: int = Field(default=3, ge=1, le=10)
     """A greeting of at most this many words is short."""
+    monologue_seconds: float = Field(default=8.0, ge=3.0, le=60.0)
+    """Answering the call with speech this long, its pauses shorter than
+    ``long_greeting_silence``, and a key after a key-like verb in it ("... breath
+    one ..."), is a menu when nothing in its words says person or machine: nobody
+    answering a call talks that long before letting us speak."""
     human_confirm_window: float = Field(default=6.0, ge=0.0, le=30.0)
     """A fast "person" verdict is provisional this long (or until the callee's next
     turn): a beep or a voicemail take-over phrase in that time corrects it."""

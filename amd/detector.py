@@ -40,6 +40,7 @@ from agent.core.timers import ArmTimer, CancelTimer
 
 from .config import AmdConfig
 from .fsm import Prediction, StageMachine
+from .menu_shapes import keyed_option
 from .phrases import (
     HINT_WEIGHT,
     PhraseVerdict,
@@ -47,6 +48,7 @@ from .phrases import (
     is_acknowledgment,
     match,
     normalise,
+    words,
 )
 
 __all__ = [
@@ -389,6 +391,12 @@ class AmdDetector:
             return []  # a newer turn arrived while the classifier thought
         cat: AmdCategory = category if category in _CATEGORIES else "wait"  # type: ignore[assignment]
         tr = s.turns[turn]
+        if cat == "human" and self._keyed_monologue(tr):
+            # the classifier heard no machine words, but nobody answering a call talks
+            # this long before letting us speak, and a key-like option is in it
+            span = (tr.end or t) - (s.turns[0].start or 0.0)
+            cat, confidence = "machine-ivr", 0.7
+            reason = f"a {span:.1f} s monologue answering the call, a key in it; {reason}"
         if cat == "human" and self.fsm.stage == "uncertain":
             # a fast person verdict needs the short-silence rule or person markers;
             # otherwise the long silence must have passed
@@ -576,6 +584,24 @@ class AmdDetector:
         # a tone is newer evidence than every turn heard before it: classifier
         # answers about those turns arriving later are superseded
         return max(len(self.s.turns), self.fsm.latest_turn)
+
+    def _keyed_monologue(self, turn: _Turn) -> bool:
+        """Whether the callee has talked from the answer up to the end of ``turn`` with
+        no pause of ``long_greeting_silence``, for ``monologue_seconds`` or more, no
+        verdict given yet, and a key after a key-like verb in what they said."""
+        s = self.s
+        if self.fsm.stage != "uncertain" or s.provisional_at is not None:
+            return False
+        run = s.turns[: turn.index + 1]
+        first, end = run[0].start, turn.end
+        if first is None or end is None or end - first < self.cfg.monologue_seconds:
+            return False
+        for before, after in zip(run, run[1:], strict=False):
+            if before.end is None or after.start is None:
+                return False
+            if after.start - before.end >= self.cfg.long_greeting_silence:
+                return False
+        return keyed_option(words(" ".join(t.text for t in run)))
 
     def _settle_wait(self, turn: _Turn, confidence: float) -> float:
         words = normalise(turn.text).split()

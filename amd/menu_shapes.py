@@ -23,7 +23,8 @@ voices and from menus written for the purpose and never replayed, docs/amd.md):
   doctor Patel ... extension ... 4", "reach
   someone by name", "the first three ... of the last name", "say the name on
   the person", "say ... name ... you would like to reach" (a screener asks for
-  *your* name, never the name of the person or department you want).
+  *your* name, never the name of the person or department you want); and a
+  data-entry prompt's end, "followed by ... sign", its key lost.
 
 One damaged option is no evidence: a person may say "great, one for you".
 Every cue here needs two options, one option and the way menus end ("for all
@@ -37,7 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["DAMAGED", "damaged_menu_cues", "is_press_like", "parallel_options"]
+__all__ = ["DAMAGED", "damaged_menu_cues", "is_press_like", "keyed_option", "parallel_options"]
 
 Cue = tuple[str, str, int, float]
 
@@ -280,6 +281,11 @@ def _directory(tokens: Sequence[str]) -> list[Cue]:
                 cues.append(
                     ("machine-ivr", "directory: a name, then whom you would reach", i, DAMAGED)
                 )
+        elif tok in {"follow", "followed"} and any(
+            t in {"sign", "key"} for t in tokens[i + 1 : i + 5]
+        ):
+            # "followed by the pound sign", the key's name lost ("follow my mopone sign")
+            cues.append(("machine-ivr", "data entry: followed by ... sign", i, DAMAGED))
         elif tok == "last" and i + 1 < n and tokens[i + 1] == "name":
             # "the first three letters of their last name", however "letters" came out
             window = tokens[max(0, i - 7) : i]
@@ -288,6 +294,21 @@ def _directory(tokens: Sequence[str]) -> list[Cue]:
                     ("machine-ivr", "directory: the first letters of the last name", i, DAMAGED)
                 )
     return cues
+
+
+def keyed_option(tokens: Sequence[str]) -> bool:
+    """Whether a key follows a word that may be a key verb ("breath one", "prefto",
+    "press 2"): one option, too weak alone to call a menu (a person may say "great,
+    one for you"), but a menu's mark in a long monologue."""
+    split, _ = _unglued(tokens)
+    if len(split) > len(tokens):
+        return True  # a key glued to a press-like verb ("prefto")
+    return any(
+        is_press_like(split[i])
+        and _key(split[i + 1]) is not None
+        and split[i + 1] not in {"to", "too", "for", "fore"}
+        for i in range(len(split) - 1)
+    )
 
 
 def damaged_menu_cues(tokens: Sequence[str]) -> list[Cue]:

@@ -826,3 +826,55 @@ def test_a_turn_that_is_not_short_waits_for_the_long_silence(
     call.run_until(end + 0.3)
     assert call.answer(end + 0.3, 0, "human", confidence) == []
     assert call.timers.get("settle") == pytest.approx(end + 1.0)
+
+
+# -- a keyed monologue answering the call (issue 19, ninth round) ----------------------
+
+
+def _menu_in_pieces(call: Timeline, pause: float) -> None:
+    """A business greeting and a menu the recogniser garbled, in three pieces with
+    ``pause`` between them: 9.4 s of speech, one option's verb heard as "breath"."""
+    call.answered(0.0)
+    call.say(0.8, 3.5, "Thank you for calling me on hardware.")
+    call.say(3.5 + pause, 6.5 + pause, "to check on another breath one.")
+    call.say(6.5 + 2 * pause, 10.2 + 2 * pause, "From a painting apartment, prepsu.")
+    call.run_until(14.0 + 2 * pause)
+
+
+def test_a_long_monologue_with_a_key_in_it_answering_the_call_is_a_menu() -> None:
+    call = Timeline()
+    _menu_in_pieces(call, pause=0.2)
+    first = next(p for p in call.predictions if p.category != "wait")
+    assert (first.category, first.stage) == ("machine-ivr", "machine-ivr")
+    assert "monologue" in first.reason
+    assert not any(p.category == "human" for p in call.predictions)
+
+
+def test_pauses_a_person_leaves_for_us_break_the_monologue() -> None:
+    # a pause of long_greeting_silence after the first piece: the callee let us speak
+    call = Timeline()
+    _menu_in_pieces(call, pause=1.2)
+    assert call.predictions[0].category == "human"
+
+
+def test_a_long_greeting_without_a_key_or_a_short_one_with_a_key_is_no_menu() -> None:
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.5, 9.5, "Good morning, Harbour View clinic, sorry, it's been a long day here.")
+    call.run_until(12.0)
+    assert call.predictions[0].category == "human"
+
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.5, 3.0, "Great, one for you. Who's this?")
+    call.run_until(5.0)
+    assert call.predictions[0].category == "human"
+
+
+def test_a_monologue_is_not_judged_once_a_verdict_was_given() -> None:
+    # "Hello?" decided a person; what follows answers us, however long
+    call = hello()
+    call.agent(1.6, 3.0, "Hi, this is Sam from Acme.")
+    call.say(3.5, 12.5, "Oh hi, I wanted to press one thing with you about the bill.")
+    call.run_until(15.0)
+    assert all(p.category == "human" for p in call.predictions)

@@ -377,6 +377,14 @@ def test_a_name_asked_for_then_whom_you_would_reach_is_a_directory(
     assert _verdict(heard) == category
 
 
+def test_a_data_entry_prompt_ending_in_a_sign_is_a_menu_with_its_key_lost() -> None:
+    # "Please enter your account number, followed by the pound sign"
+    heard = "Clean into your account number, follow my mopone sign."
+    assert _verdict(heard) == "machine-ivr"
+    assert _verdict("Follow the signs to the lobby, I'll meet you there.") is None
+    assert _verdict("Sure, I'll follow up. Who's this?") is None
+
+
 def test_which_department_with_a_word_slipped_in_is_still_the_recordings_question() -> None:
     heard = "You've reached Lake New Motors, which the department would you like, just stay ill."
     assert _verdict(heard) == "machine-ivr"
