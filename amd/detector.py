@@ -166,9 +166,8 @@ class _State:
     #: when the agent first spoke after the provisional verdict
     agent_spoke_at: float | None = None
     agent_speaking: bool = False
-    #: when the agent last started to speak, and when its last turn ended
+    #: when the agent last started to speak
     agent_started_at: float | None = None
-    agent_ended_at: float | None = None
     speech_overlaps_agent: bool = False
     confirm_due: bool = False
     #: end of the latest speech whose transcript has not arrived yet
@@ -351,7 +350,6 @@ class AmdDetector:
     def agent_turn(self, t: float, text: str) -> list[Output]:
         s = self.s
         s.agent_speaking = False
-        s.agent_ended_at = t
         if text:
             s.context.append(("agent", text))
         if s.provisional_at is not None and s.confirm_due:
@@ -393,11 +391,6 @@ class AmdDetector:
             return []  # a newer turn arrived while the classifier thought
         cat: AmdCategory = category if category in _CATEGORIES else "wait"  # type: ignore[assignment]
         tr = s.turns[turn]
-        if cat == "human" and confidence < self.cfg.strong_evidence and self._answers_us(tr):
-            # a menu took our keys, we spoke, and this waited for us to finish: a
-            # recording does not wait for our words, the person it put us through to does
-            confidence = self.cfg.strong_evidence
-            reason = f"answered us after the menu took our keys; {reason}"
         if cat == "human" and self._keyed_monologue(tr):
             # the classifier heard no machine words, but nobody answering a call talks
             # this long before letting us speak, and a key-like option is in it
@@ -591,23 +584,6 @@ class AmdDetector:
         # a tone is newer evidence than every turn heard before it: classifier
         # answers about those turns arriving later are superseded
         return max(len(self.s.turns), self.fsm.latest_turn)
-
-    def _answers_us(self, turn: _Turn) -> bool:
-        """Whether, in a menu that took our keys, ``turn`` began after the agent spoke
-        and finished, and the callee's previous turn ended before the agent began."""
-        s = self.s
-        if self.fsm.stage != "machine-ivr" or not s.dtmf or turn.overlapped:
-            return False
-        started, ended = s.agent_started_at, s.agent_ended_at
-        if started is None or ended is None or ended < started or turn.start is None:
-            return False
-        before = s.turns[turn.index - 1] if turn.index > 0 else None
-        return (
-            turn.start >= ended
-            and before is not None
-            and before.end is not None
-            and before.end <= started
-        )
 
     def _keyed_monologue(self, turn: _Turn) -> bool:
         """Whether the callee has talked from the answer up to the end of ``turn`` with

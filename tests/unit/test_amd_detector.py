@@ -497,47 +497,6 @@ def test_a_person_picking_up_after_the_menu_makes_the_call_human() -> None:
     assert p.stage == "human" and p.changed and not p.provisional
 
 
-def _menu_took_our_key() -> Timeline:
-    call = Timeline()
-    call.answered(0.0)
-    call.say(0.5, 4.0, "For billing, press 2. For appointments, press 3.")
-    call.dtmf(5.5, "2")
-    # what the transfer and the person's greeting came back as: no words of anyone's
-    call.say(7.0, 8.5, "Connect these low-airy field teams.")
-    call.say(10.0, 11.5, "Revealed within past decade.")
-    call.run_until(13.0)
-    assert call.detector.stage == "machine-ivr"
-    return call
-
-
-def test_words_that_waited_for_ours_after_the_menu_took_our_keys_are_a_person() -> None:
-    call = _menu_took_our_key()
-    call.agent(13.0, 16.0, "Hi, I'm calling about a prescription refill.")
-    call.say(16.6, 19.0, "Sure, I see it here. It will be ready tomorrow after then.")
-    call.run_until(21.0)
-    assert call.completed.category == "human"
-    assert call.completed.stages == ("machine-ivr", "human")
-    assert "answered us after the menu" in call.predictions[-1].reason
-
-
-def test_words_over_ours_or_before_we_spoke_or_without_keys_stay_the_menus() -> None:
-    # the callee talked over the agent: a recording talks on regardless
-    call = _menu_took_our_key()
-    call.agent_starts(13.0)
-    call.say(14.0, 17.0, "Sure, I see it here. It will be ready tomorrow after then.")
-    call.agent_ends(17.5, "Hi, I'm calling about a prescription refill.")
-    call.run_until(20.0)
-    assert call.detector.stage == "machine-ivr"
-    # no keys pressed: a speech menu answering what we said is still the menu
-    call = Timeline()
-    call.answered(0.0)
-    call.say(0.5, 4.0, "Please say the name of the department you want.")
-    call.agent(5.0, 6.0, "Pharmacy.")
-    call.say(6.5, 8.0, "Sorry, I didn't get that.")
-    call.run_until(10.0)
-    assert call.detector.stage == "machine-ivr"
-
-
 # -- tones -----------------------------------------------------------------------------
 
 
