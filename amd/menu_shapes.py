@@ -69,6 +69,8 @@ _KEY_HOMOPHONES = {
     "oh": "0",
 }
 _KEY_WORDS = frozenset({"pound", "star", "hash", "zero"})
+#: Key homophones too common to mark one option on their own ("great to", "pray for").
+_COMMON_WORD_KEYS = frozenset({"to", "too", "for", "fore"})
 #: "press" glued to a key written as a word ("presto", "prefto": "press two"); the
 #: shortest stem that leaves a key is taken ("pretty" and "prefer" leave none).
 _GLUED_KEY = re.compile(
@@ -103,8 +105,8 @@ def _unglued(tokens: Sequence[str]) -> tuple[list[str], list[int]]:
     out: list[str] = []
     where: list[int] = []
     for i, t in enumerate(tokens):
-        m = _GLUED_KEY.match(t)
-        parts = m.groups() if m and is_press_like(m.group(1)) else (t,)
+        m = _GLUED_KEY.match(t)  # its stem is press-like by construction
+        parts = m.groups() if m else (t,)
         out.extend(parts)
         where.extend([i] * len(parts))
     return out, where
@@ -193,7 +195,7 @@ def _option_and_close(tokens: Sequence[str]) -> list[Cue]:
             for i in range(len(tokens) - 2)
             if is_press_like(tokens[i])
             and _key(tokens[i + 1]) is not None
-            and tokens[i + 1] not in {"to", "too", "for", "fore"}
+            and tokens[i + 1] not in _COMMON_WORD_KEYS
             and tokens[i + 2] in {"for", "to"}
         ),
         None,
@@ -306,7 +308,7 @@ def keyed_option(tokens: Sequence[str]) -> bool:
     return any(
         is_press_like(split[i])
         and _key(split[i + 1]) is not None
-        and split[i + 1] not in {"to", "too", "for", "fore"}
+        and split[i + 1] not in _COMMON_WORD_KEYS
         for i in range(len(split) - 1)
     )
 
