@@ -389,19 +389,24 @@ _APOLOGIES: tuple[tuple[str, ...], ...] = tuple(
 )
 
 
+def _state_in(tokens: Sequence[str], states: tuple[tuple[str, ...], ...]) -> tuple[str, ...] | None:
+    """The first of ``states`` said in ``tokens``, or None."""
+    return next(
+        (state for j in range(len(tokens)) for state in states if _prompt_at(tokens, j, state)),
+        None,
+    )
+
+
 def _apology_then_state(tokens: Sequence[str]) -> list[Cue]:
     """The turn opens with an apology and, within 20 words, a state only a carrier
     announces ("I'm sorry, ... has been disconnected at the customer's request")."""
     opener = next((a for a in _APOLOGIES if _prompt_at(tokens, 0, a)), None)
     if opener is None:
         return []
-    rest = tokens[len(opener) : len(opener) + 20]
-    for j in range(len(rest)):
-        for state in _INTERCEPT_ONLY:
-            if _prompt_at(rest, j, state):
-                label = f"carrier: an apology ... {' '.join(state)}"
-                return [("machine-unavailable", label, 0, DAMAGED)]
-    return []
+    state = _state_in(tokens[len(opener) : len(opener) + 20], _INTERCEPT_ONLY)
+    if state is None:
+        return []
+    return [("machine-unavailable", f"carrier: an apology ... {' '.join(state)}", 0, DAMAGED)]
 
 
 def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
@@ -418,12 +423,10 @@ def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
                 continue
             # the state may come a sentence later ("The mobile phone you are calling
             # is switched off or outside the coverage area. Please call later.")
-            rest = tokens[i + len(party) : i + len(party) + 20]
-            for j in range(len(rest)):
-                for state in _STATE:
-                    if _prompt_at(rest, j, state):
-                        label = f"carrier: {' '.join(party)} ... {' '.join(state)}"
-                        return [("machine-unavailable", label, i, 1.0)]
+            state = _state_in(tokens[i + len(party) : i + len(party) + 20], _STATE)
+            if state is not None:
+                label = f"carrier: {' '.join(party)} ... {' '.join(state)}"
+                return [("machine-unavailable", label, i, 1.0)]
     return _apology_then_state(tokens)
 
 
