@@ -35,6 +35,7 @@ __all__ = [
     "LexicalVerdict",
     "history_input",
     "parse_history",
+    "person_markers",
     "rang_before_latest",
     "score_turn",
 ]
@@ -87,7 +88,7 @@ _NOT_NAMES = frozenset(
     "a an the not no to for your our my his her their just only being calling "
     "recorded automated sorry here there probably really just actually also still "
     "currently unavailable unable away out busy available now so very going about "
-    "trying calling leaving".split()
+    "trying calling leaving been".split()
 )
 
 #: Words that lean towards a recording or a system (each adds a little).
@@ -152,6 +153,19 @@ def _has(tokens: str, phrase: str) -> bool:
     return re.search(rf"(?:^| ){re.escape(phrase)}(?: |$)", tokens) is not None
 
 
+def person_markers(text: str) -> list[str]:
+    """The phrases of a person in ``text`` ("how can I help", "this is Naomi"), if any.
+
+    An opening "hello" is not among them: a recording may open with one too.
+    """
+    tokens = normalise(text)
+    found = [m for m in _PERSON_MARKERS if _has(tokens, m)]
+    named = _NAMED.search(tokens)
+    if named and named.group(1) not in _NOT_NAMES:
+        found.append("this is " + named.group(1))
+    return found
+
+
 def score_turn(
     history: Sequence[str],
     *,
@@ -184,10 +198,7 @@ def score_turn(
         # leave, so this hint alone weighs nothing (a message played to a person is the
         # worst mistake)
         latest = None
-    markers = [m for m in _PERSON_MARKERS if _has(text, m)]
-    named = _NAMED.search(text)
-    if named and named.group(1) not in _NOT_NAMES:
-        markers.append("this is " + named.group(1))
+    markers = person_markers(text)
     opener = words[0] in _OPENERS
     lean = [m for m in _MACHINE_LEAN if _has(text, m)]
     score = 0.0

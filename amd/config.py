@@ -43,9 +43,12 @@ class AmdConfig(BaseModel):
     """A greeting of at most this many words is short."""
     monologue_seconds: float = Field(default=8.0, ge=3.0, le=60.0)
     """Answering the call with speech this long, its pauses shorter than
-    ``long_greeting_silence``, and a key after a key-like verb in it ("... breath
-    one ..."), is a menu when nothing in its words says person or machine: nobody
-    answering a call talks that long before letting us speak."""
+    ``long_greeting_silence``, is a recording when nothing in its words says person
+    or machine: nobody answering a call talks that long before letting us speak. A
+    key after a key-like verb in it ("... breath one ...") makes it a menu (0.7);
+    otherwise it is a voicemail if a mailbox word survived ("message", "tone"), and
+    a menu if not (0.6). A person's phrase in it ("how can I help", "this is Ana")
+    keeps it a person."""
     human_confirm_window: float = Field(default=6.0, ge=0.0, le=30.0)
     """A fast "person" verdict is provisional this long (or until the callee's next
     turn): a beep or a voicemail take-over phrase in that time corrects it."""

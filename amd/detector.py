@@ -18,6 +18,9 @@ Evidence, cheapest first:
    short greeting or a turn with person markers ("Hello?", "Kelly speaking,
    how can I help?"), ``long_greeting_silence`` otherwise. The classifier
    (``amd/classifier.py``, behind livekit's ``DecisionModel``) answers those.
+   A "person" answer about a monologue of ``monologue_seconds`` from the answer,
+   with no pause for us and no person's phrase in it, is a recording whose words
+   the recogniser lost (see :meth:`AmdDetector._monologue`).
 
 A fast "person" verdict is **provisional**: the controller starts talking at
 once, but the stage machine records ``human`` (terminal) only when the
@@ -38,6 +41,7 @@ from dataclasses import dataclass, field
 from agent.core.messages import AmdCategory, FinalAmdCategory
 from agent.core.timers import ArmTimer, CancelTimer
 
+from .classifier import person_markers
 from .config import AmdConfig
 from .fsm import Prediction, StageMachine
 from .menu_shapes import keyed_option
@@ -391,12 +395,20 @@ class AmdDetector:
             return []  # a newer turn arrived while the classifier thought
         cat: AmdCategory = category if category in _CATEGORIES else "wait"  # type: ignore[assignment]
         tr = s.turns[turn]
-        if cat == "human" and self._keyed_monologue(tr):
+        span = self._monologue(tr) if cat == "human" else None
+        if span is not None:
             # the classifier heard no machine words, but nobody answering a call talks
-            # this long before letting us speak, and a key-like option is in it
-            span = (tr.end or t) - (s.turns[0].start or 0.0)
-            cat, confidence = "machine-ivr", 0.7
-            reason = f"a {span:.1f} s monologue answering the call, a key in it; {reason}"
+            # this long before letting us speak: a recording whose words were lost
+            said = " ".join(x.text for x in s.turns[: tr.index + 1])
+            if keyed_option(words(said)):
+                cat, confidence = "machine-ivr", 0.7
+                reason = f"a {span:.1f} s monologue answering the call, a key in it; {reason}"
+            elif not person_markers(said):
+                cat, confidence = _unkeyed_recording(said), 0.6
+                reason = (
+                    f"a {span:.1f} s monologue answering the call, nothing a person says "
+                    f"in it; {reason}"
+                )
         if cat == "human" and self.fsm.stage == "uncertain":
             # a fast person verdict needs the short-silence rule or person markers;
             # otherwise the long silence must have passed
@@ -585,23 +597,23 @@ class AmdDetector:
         # answers about those turns arriving later are superseded
         return max(len(self.s.turns), self.fsm.latest_turn)
 
-    def _keyed_monologue(self, turn: _Turn) -> bool:
-        """Whether the callee has talked from the answer up to the end of ``turn`` with
-        no pause of ``long_greeting_silence``, for ``monologue_seconds`` or more, no
-        verdict given yet, and a key after a key-like verb in what they said."""
+    def _monologue(self, turn: _Turn) -> float | None:
+        """How long the callee has talked, if they talked from the answer up to the end
+        of ``turn`` with no pause of ``long_greeting_silence``, for ``monologue_seconds``
+        or more, and no verdict was given yet; otherwise None."""
         s = self.s
         if self.fsm.stage != "uncertain" or s.provisional_at is not None:
-            return False
+            return None
         run = s.turns[: turn.index + 1]
         first, end = run[0].start, turn.end
         if first is None or end is None or end - first < self.cfg.monologue_seconds:
-            return False
+            return None
         for before, after in zip(run, run[1:], strict=False):
             if before.end is None or after.start is None:
-                return False
+                return None
             if after.start - before.end >= self.cfg.long_greeting_silence:
-                return False
-        return keyed_option(words(" ".join(t.text for t in run)))
+                return None
+        return end - first
 
     def _settle_wait(self, turn: _Turn, confidence: float) -> float:
         words = normalise(turn.text).split()
@@ -821,6 +833,20 @@ class AmdDetector:
 _CATEGORIES = frozenset(
     {"human", "machine-vm", "machine-ivr", "machine-screening", "machine-unavailable", "wait"}
 )
+
+
+#: Words of a mailbox's greeting that survive a garbled reading.
+_MAILBOX_WORDS = frozenset({"message", "messages", "tone", "beep", "mailbox", "voicemail"})
+
+
+def _unkeyed_recording(text: str) -> AmdCategory:
+    """What a long recording with no key and no phrase read in it most likely is.
+
+    A mailbox's greeting names what it takes (a message, at the tone); anything
+    else is taken for a menu: the agent then listens instead of talking, and a beep
+    or a mailbox phrase still makes it a voicemail (both are strong evidence).
+    """
+    return "machine-vm" if _MAILBOX_WORDS.intersection(words(text)) else "machine-ivr"
 
 
 def _delay(t: float, end: float | None) -> float | None:

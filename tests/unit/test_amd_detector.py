@@ -857,10 +857,12 @@ def test_pauses_a_person_leaves_for_us_break_the_monologue() -> None:
     assert call.predictions[0].category == "human"
 
 
-def test_a_long_greeting_without_a_key_or_a_short_one_with_a_key_is_no_menu() -> None:
+def test_a_long_greeting_with_a_persons_words_or_a_short_one_with_a_key_is_no_menu() -> None:
     call = Timeline()
     call.answered(0.0)
-    call.say(0.5, 9.5, "Good morning, Harbour View clinic, sorry, it's been a long day here.")
+    call.say(
+        0.5, 9.5, "Good morning, Harbour View clinic, sorry it's been a long day, how can I help?"
+    )
     call.run_until(12.0)
     assert call.predictions[0].category == "human"
 
@@ -878,3 +880,45 @@ def test_a_monologue_is_not_judged_once_a_verdict_was_given() -> None:
     call.say(3.5, 12.5, "Oh hi, I wanted to press one thing with you about the bill.")
     call.run_until(15.0)
     assert all(p.category == "human" for p in call.predictions)
+
+
+# -- a monologue without a key (issue 19, tenth round) --------------------------------
+
+
+def _garbled(call: Timeline, text: str, end: float = 10.4) -> None:
+    call.answered(0.0)
+    call.say(0.8, end, text)
+
+
+def test_a_long_monologue_without_a_persons_words_is_a_recording() -> None:
+    # a business greeting and menu whose keys the recogniser lost entirely
+    call = Timeline()
+    _garbled(call, "And for calling not by many more people, for a appointment, no ill won't.")
+    call.run_until(13.0)
+    first = call.predictions[0]
+    assert (first.category, first.stage, first.confidence) == ("machine-ivr", "machine-ivr", 0.6)
+    assert "nothing a person says" in first.reason
+
+
+def test_a_mailbox_word_in_a_long_unkeyed_monologue_makes_it_a_voicemail() -> None:
+    call = Timeline()
+    _garbled(call, "I listen to him, not around right now, so ring my message and I'll get to go.")
+    call.run_until(13.0)
+    assert call.predictions[0].category == "machine-vm"
+
+
+def test_a_beep_after_an_unkeyed_monologue_makes_it_a_voicemail() -> None:
+    call = Timeline()
+    _garbled(call, "The average being a close-off work, you may not only have any time.")
+    call.run_until(12.0)
+    assert call.predictions[0].stage == "machine-ivr"
+    call.tone(13.0, "beep", 12.5, 13.0)
+    assert call.predictions[-1].stage == "machine-vm"
+
+
+def test_a_shorter_garbled_greeting_stays_a_person() -> None:
+    # 6.3 s is the longest greeting of a person in the suites, in the slowest voice
+    call = Timeline()
+    _garbled(call, "And for calling not by many more people, for a appointment.", end=7.1)
+    call.run_until(10.0)
+    assert call.predictions[0].category == "human"
