@@ -97,6 +97,7 @@ _PROMPTS: tuple[tuple[str, ...], ...] = tuple(
         "say or press",
         "in a few words",
         "enter your {w} number",
+        "please say your {w} number",
         "enter your {w}",
         "followed by the pound",
         "followed by pound",
@@ -215,6 +216,8 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
             for i in offered
             if (i > 0 and tokens[i - 1] == "continue")
             or _selects(next((t for t in tokens[i + 2 : i + 4] if t != "please"), ""))
+            # "for English, please stay on the line" with the verb misheard ("pay")
+            or _on_the_line(tokens[i + 2 : i + 7])
         ]
         # or a language right before its key verb and key, however the preposition
         # before it came out ("the English present, one", "in the English prayer one")
@@ -267,6 +270,15 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
     ):
         # a call screener never welcomes you to a business: a speech-driven menu does
         cues.append(("machine-ivr", "menu prompt: a business asks why you call", welcome, 1.0))
+    elif welcome is not None and any(
+        tokens[i : i + 2] == ["please", "say"]
+        and tokens[i + 3 : i + 4] != ["name"]
+        and tokens[i + 2 : i + 3] not in (["that"], ["it"], ["again"], ["hi"], ["hello"])
+        for i in range(welcome, len(tokens))
+    ):
+        # "Welcome to Metro Wireless. To get started, please say ...": what to say is
+        # what the recogniser loses; a screener asks for our name, never after a welcome
+        cues.append(("machine-ivr", "menu prompt: a business says what to say", welcome, 1.0))
     return cues
 
 
@@ -275,6 +287,12 @@ _SELECT_WORDS = frozenset({"stay", "remain", "hold"})
 
 #: What selecting a language in a menu takes, right after the language is named.
 _SELECT = _SELECT_WORDS | {"press", "dial", "say", "oprima", "marque"}
+
+
+def _on_the_line(tokens: Sequence[str]) -> bool:
+    """Whether ``tokens`` start "<verb> on the line" or "please <verb> on the line"."""
+    skip = 2 if tokens[:1] == ["please"] else 1
+    return list(tokens[skip : skip + 3]) == ["on", "the", "line"]
 
 
 def _selects(word: str) -> bool:

@@ -241,6 +241,10 @@ def _extension_like(token: str) -> bool:
     return token.startswith("exten") or token.endswith("nsion")
 
 
+#: Verbs a directory asks for a name with ("please state the name of the party ...").
+_NAME_VERBS = frozenset({"say", "enter", "spell", "state"})
+
+
 def _directory(tokens: Sequence[str]) -> list[Cue]:
     cues: list[Cue] = []
     n = len(tokens)
@@ -259,7 +263,7 @@ def _directory(tokens: Sequence[str]) -> list[Cue]:
         elif tok == "name" and i + 2 < n:
             # "say the name of the person": the person or department wanted, not yours
             rest = [t for t in tokens[i + 1 : i + 4] if t not in {"the", "a", "my", "your"}]
-            asked = any(t in {"say", "enter", "spell"} for t in tokens[max(0, i - 3) : i])
+            asked = any(t in _NAME_VERBS for t in tokens[max(0, i - 3) : i])
             if asked and len(rest) >= 2 and rest[0] in _PREPOSITIONS and rest[1] in _PERSON_WANTED:
                 cues.append(("machine-ivr", "directory: the name of the person", i, DAMAGED))
             elif (
@@ -276,7 +280,7 @@ def _directory(tokens: Sequence[str]) -> list[Cue]:
             asked = any(
                 t == "name"
                 and before[k - 1 : k] != ["your"]  # "say your name and who ...": ours
-                and any(v in {"say", "spell", "enter"} for v in before[max(0, k - 3) : k])
+                and any(v in _NAME_VERBS for v in before[max(0, k - 3) : k])
                 for k, t in enumerate(before)
             )
             if asked:

@@ -28,6 +28,7 @@ def _verdict(*turns: str) -> str | None:
         "You can say things like book a flight or baggage.",
         "Which department would you like? Just say sales, service, or parts.",
         "Please enter your account number, followed by the pound sign.",
+        "Welcome to Metro Wireless. To get started, please say your account number.",
         # directories
         "To reach someone by name, enter the first three letters of their last name now.",
         "If you know your party's extension, you may dial it at any time.",
@@ -80,6 +81,7 @@ def test_screeners_are_not_menus(text: str) -> None:
         "Thanks for calling Oakridge Pharmacy, this is Devon.",
         "Front desk, this is Carla.",
         "Sorry, which extension did you need? I can transfer you.",
+        "Sorry, can you say your phone number again?",
         "Hello, Nguyen residence.",
         "I'll be there at one for lunch.",
         "She's not available, try again later.",
@@ -96,6 +98,17 @@ def test_people_give_no_strong_machine_evidence(text: str) -> None:
         # keys glue to their verb, onsets are lost, function words swap
         ("Preth one for billing, preth two for sales.", "machine-ivr"),
         ("For English, Pref1. For Spanish, Pref2.", "machine-ivr"),
+        # "stay" lost, the selection still said: "on the line"
+        ("Finally, I'm your market boss. For English, please pay on the line.", "machine-ivr"),
+        ("I'm in English class, I'm on the line with my teacher.", None),
+        # a welcome, then what to say, its words lost
+        (
+            "Welcome to Metro Wireless, to get started. Please say, I'm going to be in the "
+            "second number.",
+            "machine-ivr",
+        ),
+        ("Thanks for calling. Please say your name after the tone.", "machine-screening"),
+        ("Thanks for calling Joe's, sorry, please say that again?", None),
         ("Please pay your name and why you are calling.", "machine-screening"),
         ("And you, clean fold while I try to connect you. Please fold.", "wait"),
         ("Hi, you reached Alex. Please leave my message after the phone.", "machine-vm"),

@@ -366,6 +366,9 @@ def test_a_language_named_before_print_and_a_key_is_a_language_menu() -> None:
             "machine-ivr",
         ),
         ("Please spell the name of the party you wish to reach.", "machine-ivr"),
+        ("Please state the name of the party you wish to reach.", "machine-ivr"),
+        # a receptionist's question asks nothing to be said or entered
+        ("What's the name of the person you'd like to reach?", None),
         # our own name asked for is a screener's ask, never a directory
         ("Can you say your name and who you would like to reach?", "machine-screening"),
         ("Who would you like to reach? I can put you through.", None),
