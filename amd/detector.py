@@ -409,6 +409,19 @@ class AmdDetector:
                     f"a {span:.1f} s monologue answering the call, nothing a person says "
                     f"in it; {reason}"
                 )
+        over_us = self._run_over_us(tr) if cat == "human" else None
+        if over_us is not None:
+            said = " ".join(x.text for x in s.turns[: tr.index + 1])
+            if not person_markers(said):
+                # taken for a person after its first sentence, it went on talking
+                # before we could speak or over us: a greeting, a pause, then a menu
+                keyed = keyed_option(words(said))
+                cat = "machine-ivr" if keyed else _unkeyed_recording(said)
+                confidence = self.cfg.strong_evidence
+                reason = (
+                    f"went on for {over_us:.1f} s from the answer without waiting for "
+                    f"us, nothing a person says in it; {reason}"
+                )
         if cat == "human" and self.fsm.stage == "uncertain":
             # a fast person verdict needs the short-silence rule or person markers;
             # otherwise the long silence must have passed
@@ -612,6 +625,33 @@ class AmdDetector:
             if before.end is None or after.start is None:
                 return None
             if after.start - before.end >= self.cfg.long_greeting_silence:
+                return None
+        return end - first
+
+    def _run_over_us(self, turn: _Turn) -> float | None:
+        """How long the callee has talked, if a provisional person was decided on an
+        earlier turn and every turn since the answer up to ``turn`` was said before
+        the agent first spoke or over the agent, with pauses shorter than twice
+        ``long_greeting_silence``, for ``monologue_seconds`` or more; otherwise None.
+
+        A person who was given a verdict after their first sentence waits for us or
+        answers us; a recording goes on with what it was saying.
+        """
+        s = self.s
+        if s.provisional_at is None or s.provisional_turn is None:
+            return None
+        if turn.index <= s.provisional_turn:
+            return None
+        run = s.turns[: turn.index + 1]
+        first, end = run[0].start, turn.end
+        if first is None or end is None or end - first < self.cfg.monologue_seconds:
+            return None
+        for before, after in zip(run, run[1:], strict=False):
+            if before.end is None or after.start is None:
+                return None
+            if after.start - before.end >= 2 * self.cfg.long_greeting_silence:
+                return None
+            if not (after.overlapped or self._said_before_agent(after)):
                 return None
         return end - first
 

@@ -922,3 +922,42 @@ def test_a_shorter_garbled_greeting_stays_a_person() -> None:
     _garbled(call, "And for calling not by many more people, for a appointment.", end=7.1)
     call.run_until(10.0)
     assert call.predictions[0].category == "human"
+
+
+def _greeting_pause_menu(call: Timeline, *, agent_at: float | None, menu: str) -> None:
+    """A business greeting, a 1.2 s pause (a person's verdict), then more words."""
+    call.answered(0.0)
+    call.say(0.7, 3.0, "Thank you for calling right of insurance.")
+    call.run_until(4.1)
+    assert call.predictions[0].category == "human" and call.predictions[0].provisional
+    if agent_at is not None:
+        call.agent(agent_at, agent_at + 4.0, "Hi, this is Sam from Acme Dental.")
+    call.say(4.2, 9.5, menu)
+    call.run_until(12.0)
+
+
+def test_words_that_go_on_before_we_speak_after_a_person_verdict_are_a_recording() -> None:
+    call = Timeline()
+    _greeting_pause_menu(
+        call, agent_at=4.5, menu="For claim, print one, for a new world, crypto, print me a road."
+    )
+    last = call.predictions[-1]
+    assert (last.category, last.stage, last.provisional) == ("machine-ivr", "machine-ivr", False)
+    assert "without waiting for us" in last.reason
+
+
+def test_a_person_who_goes_on_with_a_persons_words_or_answers_us_stays_a_person() -> None:
+    call = Timeline()
+    _greeting_pause_menu(
+        call, agent_at=4.5, menu="Hello? This is Dana speaking, how can I help you today?"
+    )
+    assert all(p.category == "human" for p in call.predictions)
+    # the same words after we spoke answer us
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.7, 3.0, "Thank you for calling right of insurance.")
+    call.run_until(4.1)
+    call.agent(4.1, 5.6, "Hi, this is Sam.")
+    call.say(6.2, 11.5, "For claim, print one, for a new world, crypto, print me a road.")
+    call.run_until(14.0)
+    assert all(p.category == "human" for p in call.predictions)
