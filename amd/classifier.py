@@ -80,6 +80,9 @@ _PERSON_MARKERS: tuple[str, ...] = (
     "this is she",
     "what is up",
     "can you hear me",
+    # a person offers to take a message; a recording asks us to leave one
+    "can i take a message",
+    "i can take a message",
 )
 #: "this is Naomi": a person naming themselves (a recording may too, but it
 #: then goes on with voicemail words, which win).

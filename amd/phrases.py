@@ -131,6 +131,7 @@ VOICEMAIL_HINTS: tuple[str, ...] = (
     "voicemail",
     "you have reached",
     "not here right now",
+    "not around right now",
     "away from the phone",
     "call you back",
     "missed your call",
