@@ -270,15 +270,20 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
     ):
         # a call screener never welcomes you to a business: a speech-driven menu does
         cues.append(("machine-ivr", "menu prompt: a business asks why you call", welcome, 1.0))
-    elif welcome is not None and any(
-        tokens[i : i + 2] == ["please", "say"]
-        and tokens[i + 3 : i + 4] != ["name"]
-        and tokens[i + 2 : i + 3] not in (["that"], ["it"], ["again"], ["hi"], ["hello"])
-        for i in range(welcome, len(tokens))
-    ):
+    else:
         # "Welcome to Metro Wireless. To get started, please say ...": what to say is
-        # what the recogniser loses; a screener asks for our name, never after a welcome
-        cues.append(("machine-ivr", "menu prompt: a business says what to say", welcome, 1.0))
+        # what the recogniser loses; a screener asks for our name, never after a
+        # welcome, and the welcome may be lost where "to get started" is not
+        start = welcome
+        if start is None:
+            start = next((i for i in range(len(tokens)) if _prompt_at(tokens, i, _STARTED)), None)
+        if start is not None and any(
+            tokens[i : i + 2] == ["please", "say"]
+            and tokens[i + 3 : i + 4] != ["name"]
+            and tokens[i + 2 : i + 3] not in (["that"], ["it"], ["again"], ["hi"], ["hello"])
+            for i in range(start, len(tokens))
+        ):
+            cues.append(("machine-ivr", "menu prompt: a business says what to say", start, 1.0))
     return cues
 
 
@@ -311,6 +316,8 @@ _WELCOME = tuple(
     tuple(p.split())
     for p in ("welcome to", "thank you for calling", "thanks for calling", "thank you for choosing")
 )
+#: How a speech menu opens its first prompt when its welcome is lost.
+_STARTED = ("to", "get", "started")
 _TELL_WHY = tuple(
     tuple(p.split())
     for p in ("tell me why", "tell us why", "tell me what you are calling", "briefly tell me")

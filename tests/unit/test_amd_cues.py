@@ -108,6 +108,8 @@ def test_people_give_no_strong_machine_evidence(text: str) -> None:
             "machine-ivr",
         ),
         ("Thanks for calling. Please say your name after the tone.", "machine-screening"),
+        # the welcome lost, its first prompt kept
+        ("Will come to me to write a list. To get started. Please say, Oren.", "machine-ivr"),
         ("Thanks for calling Joe's, sorry, please say that again?", None),
         ("Please pay your name and why you are calling.", "machine-screening"),
         ("And you, clean fold while I try to connect you. Please fold.", "wait"),
