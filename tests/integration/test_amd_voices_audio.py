@@ -12,11 +12,11 @@ hears the agent, only how long it talks.
 
 Speech recognition makes mistakes, so accuracy is asserted over each voice's
 calls, with the rules that hold on every call: no voicemail message before the
-beep or over a tone, carrier messages hang up without a message. The issue's
-target is 97 % per voice; Piper meets it, the espeak-ng voices do not yet
-(whisper tiny.en garbles them: docs/amd.md, "Per voice"), so for them the test
-holds the floor measured when it was written, to catch regressions, and its
-message names every miss. Nothing here depends on wall-clock speed.
+beep or over a tone, carrier messages hang up without a message. bench/amd.py
+measures the issue's 97 % per voice over both suites; each voice here hears
+about twelve calls, so the floors leave room for a miss or two of recognition
+(docs/amd.md, "Per voice"), and the message names every miss. Nothing here
+depends on wall-clock speed.
 """
 
 from __future__ import annotations
@@ -87,11 +87,12 @@ def test_each_call_runs_once_and_each_voice_hears_every_category() -> None:
         assert len(mine) >= len(calls) // len(SUITE_VOICES) - 1
 
 
-#: Right final categories each voice must keep (share of its calls): Piper at the
-#: issue's target; the espeak-ng voices at what they scored (37/46 calls overall
-#: at commit dca4298), less one call of run-to-run variation.
-FLOOR = {"piper": 0.9, "espeak": 0.6}
-OVERALL_FLOOR = 0.75
+#: Right final categories each voice must keep (share of its calls). The espeak-ng
+#: voices scored 37/46 overall at commit dca4298 (floors 0.6 and 0.75 then); in the
+#: tenth AMD round bench/amd.py gave 44-46 of these 46 calls in every suite voice,
+#: so a voice may now miss two of its twelve and the suite four of its 46.
+FLOOR = {"piper": 0.9, "espeak": 0.8}
+OVERALL_FLOOR = 0.9
 
 
 def test_final_category_accuracy_holds_per_voice(
