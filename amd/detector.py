@@ -396,31 +396,30 @@ class AmdDetector:
         cat: AmdCategory = category if category in _CATEGORIES else "wait"  # type: ignore[assignment]
         tr = s.turns[turn]
         span = self._monologue(tr) if cat == "human" else None
-        if span is not None:
+        over_us = self._run_over_us(tr) if cat == "human" and span is None else None
+        if span is not None or over_us is not None:
             # the classifier heard no machine words, but nobody answering a call talks
-            # this long before letting us speak: a recording whose words were lost
+            # this long before letting us speak, nor goes on after a person's verdict
+            # without waiting for us: a recording whose words were lost
             said = " ".join(x.text for x in s.turns[: tr.index + 1])
-            if keyed_option(words(said)):
-                cat, confidence = "machine-ivr", 0.7
-                reason = f"a {span:.1f} s monologue answering the call, a key in it; {reason}"
-            elif not person_markers(said):
-                cat, confidence = _unkeyed_recording(said), 0.6
-                reason = (
-                    f"a {span:.1f} s monologue answering the call, nothing a person says "
-                    f"in it; {reason}"
-                )
-        over_us = self._run_over_us(tr) if cat == "human" else None
-        if over_us is not None:
-            said = " ".join(x.text for x in s.turns[: tr.index + 1])
-            if not person_markers(said):
-                # taken for a person after its first sentence, it went on talking
-                # before we could speak or over us: a greeting, a pause, then a menu
-                keyed = keyed_option(words(said))
+            keyed = keyed_option(words(said))
+            if over_us is not None and not person_markers(said):
+                # a greeting, a pause that gave the verdict, then a menu said before we
+                # spoke or over us: timing is the strong evidence that corrects it
                 cat = "machine-ivr" if keyed else _unkeyed_recording(said)
                 confidence = self.cfg.strong_evidence
                 reason = (
                     f"went on for {over_us:.1f} s from the answer without waiting for "
                     f"us, nothing a person says in it; {reason}"
+                )
+            elif span is not None and keyed:
+                cat, confidence = "machine-ivr", 0.7
+                reason = f"a {span:.1f} s monologue answering the call, a key in it; {reason}"
+            elif span is not None and not person_markers(said):
+                cat, confidence = _unkeyed_recording(said), 0.6
+                reason = (
+                    f"a {span:.1f} s monologue answering the call, nothing a person says "
+                    f"in it; {reason}"
                 )
         if cat == "human" and self.fsm.stage == "uncertain":
             # a fast person verdict needs the short-silence rule or person markers;
@@ -614,19 +613,9 @@ class AmdDetector:
         """How long the callee has talked, if they talked from the answer up to the end
         of ``turn`` with no pause of ``long_greeting_silence``, for ``monologue_seconds``
         or more, and no verdict was given yet; otherwise None."""
-        s = self.s
-        if self.fsm.stage != "uncertain" or s.provisional_at is not None:
+        if self.fsm.stage != "uncertain" or self.s.provisional_at is not None:
             return None
-        run = s.turns[: turn.index + 1]
-        first, end = run[0].start, turn.end
-        if first is None or end is None or end - first < self.cfg.monologue_seconds:
-            return None
-        for before, after in zip(run, run[1:], strict=False):
-            if before.end is None or after.start is None:
-                return None
-            if after.start - before.end >= self.cfg.long_greeting_silence:
-                return None
-        return end - first
+        return self._run(turn, self.cfg.long_greeting_silence, over_us=False)
 
     def _run_over_us(self, turn: _Turn) -> float | None:
         """How long the callee has talked, if a provisional person was decided on an
@@ -642,16 +631,23 @@ class AmdDetector:
             return None
         if turn.index <= s.provisional_turn:
             return None
-        run = s.turns[: turn.index + 1]
+        return self._run(turn, 2 * self.cfg.long_greeting_silence, over_us=True)
+
+    def _run(self, turn: _Turn, max_pause: float, *, over_us: bool) -> float | None:
+        """The callee's speech from the answer to the end of ``turn``, if it lasted
+        ``monologue_seconds`` or more with every pause shorter than ``max_pause`` (and,
+        with ``over_us``, every turn after the first said before the agent first spoke
+        or over the agent); otherwise None."""
+        run = self.s.turns[: turn.index + 1]
         first, end = run[0].start, turn.end
         if first is None or end is None or end - first < self.cfg.monologue_seconds:
             return None
         for before, after in zip(run, run[1:], strict=False):
             if before.end is None or after.start is None:
                 return None
-            if after.start - before.end >= 2 * self.cfg.long_greeting_silence:
+            if after.start - before.end >= max_pause:
                 return None
-            if not (after.overlapped or self._said_before_agent(after)):
+            if over_us and not (after.overlapped or self._said_before_agent(after)):
                 return None
         return end - first
 
