@@ -185,6 +185,11 @@ def _prompt_at(tokens: Sequence[str], i: int, words: tuple[str, ...]) -> bool:
     return all(w == "{w}" or tokens[i + k] == w for k, w in enumerate(words))
 
 
+def _first_at(tokens: Sequence[str], phrases: Sequence[tuple[str, ...]]) -> int | None:
+    """Where the first of ``phrases`` to be said in ``tokens`` starts, or None."""
+    return next((i for i in range(len(tokens)) for w in phrases if _prompt_at(tokens, i, w)), None)
+
+
 def menu_cues(tokens: Sequence[str]) -> list[Cue]:
     """Menu evidence in one transcript's words (strong ``machine-ivr`` cues)."""
     tokens = canonical_words(tokens)
@@ -262,9 +267,7 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
         )
         if ask is not None:
             cues.append(("machine-ivr", "menu prompt: a recording asks which department", ask, 1.0))
-    welcome = next(
-        (i for i in range(len(tokens)) for w in _WELCOME if _prompt_at(tokens, i, w)), None
-    )
+    welcome = _first_at(tokens, _WELCOME)
     if welcome is not None and any(
         _prompt_at(tokens, i, w) for i in range(welcome, len(tokens)) for w in _TELL_WHY
     ):
@@ -274,9 +277,7 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
         # "Welcome to Metro Wireless. To get started, please say ...": what to say is
         # what the recogniser loses; a screener asks for our name, never after a
         # welcome, and the welcome may be lost where "to get started" is not
-        start = welcome
-        if start is None:
-            start = next((i for i in range(len(tokens)) if _prompt_at(tokens, i, _STARTED)), None)
+        start = welcome if welcome is not None else _first_at(tokens, (_STARTED,))
         if start is not None and any(
             tokens[i : i + 2] == ["please", "say"]
             and tokens[i + 3 : i + 4] != ["name"]

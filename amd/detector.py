@@ -402,11 +402,12 @@ class AmdDetector:
             # this long before letting us speak, nor goes on after a person's verdict
             # without waiting for us: a recording whose words were lost
             said = " ".join(x.text for x in s.turns[: tr.index + 1])
-            keyed = keyed_option(words(said))
+            tokens = words(said)
+            keyed = keyed_option(tokens)
             if over_us is not None and not person_markers(said):
                 # a greeting, a pause that gave the verdict, then a menu said before we
                 # spoke or over us: timing is the strong evidence that corrects it
-                cat = "machine-ivr" if keyed else _unkeyed_recording(said)
+                cat = "machine-ivr" if keyed else _unkeyed_recording(tokens)
                 confidence = self.cfg.strong_evidence
                 reason = (
                     f"went on for {over_us:.1f} s from the answer without waiting for "
@@ -416,7 +417,7 @@ class AmdDetector:
                 cat, confidence = "machine-ivr", 0.7
                 reason = f"a {span:.1f} s monologue answering the call, a key in it; {reason}"
             elif span is not None and not person_markers(said):
-                cat, confidence = _unkeyed_recording(said), 0.6
+                cat, confidence = _unkeyed_recording(tokens), 0.6
                 reason = (
                     f"a {span:.1f} s monologue answering the call, nothing a person says "
                     f"in it; {reason}"
@@ -875,14 +876,14 @@ _CATEGORIES = frozenset(
 _MAILBOX_WORDS = frozenset({"message", "messages", "tone", "beep", "mailbox", "voicemail"})
 
 
-def _unkeyed_recording(text: str) -> AmdCategory:
+def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
     """What a long recording with no key and no phrase read in it most likely is.
 
     A mailbox's greeting names what it takes (a message, at the tone); anything
     else is taken for a menu: the agent then listens instead of talking, and a beep
     or a mailbox phrase still makes it a voicemail (both are strong evidence).
     """
-    return "machine-vm" if _MAILBOX_WORDS.intersection(words(text)) else "machine-ivr"
+    return "machine-vm" if _MAILBOX_WORDS.intersection(tokens) else "machine-ivr"
 
 
 def _delay(t: float, end: float | None) -> float | None:
