@@ -91,7 +91,9 @@ _NOT_NAMES = frozenset(
     "a an the not no to for your our my his her their just only being calling "
     "recorded automated sorry here there probably really just actually also still "
     "currently unavailable unable away out busy available now so very going about "
-    "trying calling leaving been".split()
+    "trying calling leaving been "
+    # a preposition: "it's in a medical emergency" names nobody
+    "in on at of by from with into over under after before until".split()
 )
 
 #: Words that lean towards a recording or a system (each adds a little).

@@ -44,7 +44,18 @@ def test_person_markers_make_a_confident_human(text: str) -> None:
     assert v.person_markers
 
 
-@pytest.mark.parametrize("text", ["Okay.", "This is not a good time", "I am sorry"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Okay.",
+        "This is not a good time",
+        "I am sorry",
+        # a preposition after "it is" names nobody (a recording's "if this is a
+        # medical emergency" as whisper wrote it)
+        "It's in a medical emergency.",
+        "This is from the front office.",
+    ],
+)
 def test_words_without_person_markers_are_an_unsure_human(text: str) -> None:
     v = score_turn([text])
     assert v.category == "human"
