@@ -28,7 +28,9 @@ voices and from menus written for the purpose and never replayed, docs/amd.md):
 
 One damaged option is no evidence: a person may say "great, one for you".
 Every cue here needs two options, one option and the way menus end ("for all
-other calls, please stay on the line"), or a prompt's frame, and is returned a little
+other calls, please stay on the line"), one option in an option's frame ("For
+elaborate notes, presto!": an opener, a comma, then the verb and key), or a
+prompt's frame, and is returned a little
 weaker than the same cue heard as said (:data:`DAMAGED`), still strong enough
 to decide a turn and to correct a provisional person who spoke before us.
 """
@@ -359,11 +361,12 @@ def _option_frame(sentence: str) -> str | None:
 
 
 def parallel_options(text: str) -> list[Cue]:
-    """Two sentences in a row framed like menu options with the same opener.
+    """Two sentences in a row framed like menu options with the same opener, or one
+    whose tail is a key verb and a key, however the verb came out.
 
     Read from the transcript's text, not its words: the frame is the sentence and
     its comma. One such sentence is no evidence ("For sure, go ahead."); a person
-    answering a call does not open with two in a row.
+    answering a call does not open with two in a row, nor with "For billing, pray 3."
 
     Returns:
         A ``(category, label, start word, strength)`` cue at :data:`DAMAGED`, or none.
@@ -374,4 +377,12 @@ def parallel_options(text: str) -> list[Cue]:
         if frames[i] is not None and frames[i] == frames[i + 1]:
             start = len(text[: sentences[i].start()].split())
             return [("machine-ivr", "menu options: two options framed alike", start, DAMAGED)]
+    for sentence, frame in zip(sentences, frames, strict=True):
+        # one option, framed, whose tail is a key verb and a key however the verb
+        # came out ("For elaborate notes, presto!", "To report an outage, great one."):
+        # the frame is what "great, one for you" lacks
+        tail = sentence.group().partition(",")[2].lower()
+        if frame is not None and keyed_option(re.findall(r"[a-z0-9]+", tail)):
+            start = len(text[: sentence.start()].split())
+            return [("machine-ivr", "menu option: framed, its key verb damaged", start, DAMAGED)]
     return []

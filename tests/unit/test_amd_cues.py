@@ -144,6 +144,8 @@ def test_a_damaged_reading_adds_nothing_where_the_words_match_as_said() -> None:
         "Thank you for calling Pacific Help. to continue in English.",
         "Pair a Danielle, Mark L. Doth, for English. Please stay on the line.",
         "For Spanish, press 2.",
+        # the key verb misheard as any word, its key kept (espeak-ng en-us-nyc)
+        "Welcome to First Coast Man. For English, class 1!",
         # a business welcome, then the screener-like ask of a speech menu
         "Welcome to SkyCable, and a few words tell me why you're calling today.",
         "Thanks for calling Northwind Travel. Briefly tell me what you need.",
@@ -157,6 +159,9 @@ def test_what_the_recogniser_keeps_of_language_and_speech_menus_is_a_menu(text: 
     ("text", "category"),
     [
         ("I am calling for English class, please hold.", "wait"),
+        # a person's number after a language is not a key (two digits, or no word between)
+        ("I'm calling for English class 12, please hold.", "wait"),
+        ("Yeah, for English 1 we use the blue book.", None),
         ("Hello? Yes, I speak English, please hold on.", "wait"),
         ("Please state your name and tell me why you are calling.", "machine-screening"),
         ("Thanks for calling Oakridge Pharmacy, this is Devon.", None),

@@ -329,6 +329,36 @@ def test_one_option_like_sentence_or_two_unlike_ones_are_no_menu(said: str) -> N
     assert _verdict(said) is None
 
 
+@pytest.mark.parametrize(
+    "heard",
+    [
+        # one option kept its frame, its verb glued to its key (espeak-ng en-gb-scotland)
+        "You have reached Sino-Mali clinic. For elaborate notes, presto!",
+        # or its verb misheard, its key kept
+        "To report an outage, pray 1.",
+        "If you are a new patient, brave 2.",
+    ],
+)
+def test_one_framed_option_with_a_damaged_key_verb_is_a_menu(heard: str) -> None:
+    assert _verdict(heard) == "machine-ivr"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # the tail is no key verb and key, or there is no option's frame
+        "Great, one for you.",
+        "For real, who is this?",
+        "For the record, I'm busy.",
+        "Yeah, great one. Who is this?",
+        # a common word after the verb-like word is no key ("pray for", "great to")
+        "For what it's worth, great to hear from you.",
+    ],
+)
+def test_a_damaged_key_verb_without_an_options_frame_is_no_menu(said: str) -> None:
+    assert _verdict(said) is None
+
+
 # -- what unheard voices taught (issue 19, ninth round: espeak-ng en-gb-scotland and
 # en-us-nyc, voices the suites were never tuned on) --------------------------------
 
@@ -392,6 +422,14 @@ def test_which_department_with_a_word_slipped_in_is_still_the_recordings_questio
     heard = "You've reached Lake New Motors, which the department would you like, just stay ill."
     assert _verdict(heard) == "machine-ivr"
     assert _verdict("Lake New Motors, which the department would you like?") is None
+
+
+def test_which_department_with_its_first_syllable_lost_is_still_the_recordings_question() -> None:
+    # whisper tiny.en writes "department" as "the apartment" in two espeak-ng accents
+    heard = "You've reached Lake New Morgan, which the apartment won't you like, not say pale."
+    assert _verdict(heard) == "machine-ivr"
+    # a person at an apartment block asks it without announcing where we called
+    assert _verdict("Oak Towers, which apartment are you calling about?") is None
 
 
 @pytest.mark.parametrize(
