@@ -397,6 +397,18 @@ class AmdDetector:
         tr = s.turns[turn]
         span = self._monologue(tr) if cat == "human" else None
         over_us = self._run_over_us(tr) if cat == "human" and span is None else None
+        if cat == "machine-vm" and confidence < self.cfg.strong_evidence:
+            opened = self._monologue(tr)
+            said = " ".join(x.text for x in s.turns[: tr.index + 1])
+            if opened is not None and _only_an_opening(said) and not person_markers(said):
+                # "You've reached X." opens a menu as often as a mailbox: a long
+                # recording that asks for no message is taken for a menu, the harmless
+                # mistake (a beep or a mailbox phrase still makes it a voicemail)
+                cat, confidence = "machine-ivr", 0.7 if keyed_option(words(said)) else 0.6
+                reason = (
+                    f"a {opened:.1f} s recording answering the call that opens like a "
+                    f"mailbox but asks for no message; {reason}"
+                )
         if span is not None or over_us is not None:
             # the classifier heard no machine words, but nobody answering a call talks
             # this long before letting us speak, nor goes on after a person's verdict
@@ -874,6 +886,8 @@ _CATEGORIES = frozenset(
 
 #: Words of a mailbox's greeting that survive a garbled reading.
 _MAILBOX_WORDS = frozenset({"message", "messages", "tone", "beep", "mailbox", "voicemail"})
+#: Voicemail hints that open a menu's greeting as often as a mailbox's.
+_OPENINGS = frozenset({"you have reached"})
 
 
 def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
@@ -884,6 +898,13 @@ def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
     or a mailbox phrase still makes it a voicemail (both are strong evidence).
     """
     return "machine-vm" if _MAILBOX_WORDS.intersection(tokens) else "machine-ivr"
+
+
+def _only_an_opening(said: str) -> bool:
+    """Whether the only voicemail evidence in ``said`` is a greeting's opening that
+    menus share ("you have reached"), and no mailbox word survived."""
+    found = {h.phrase for h in match(said) if h.category == "machine-vm"}
+    return found <= _OPENINGS and not _MAILBOX_WORDS.intersection(words(said))
 
 
 def _delay(t: float, end: float | None) -> float | None:

@@ -924,6 +924,44 @@ def test_a_shorter_garbled_greeting_stays_a_person() -> None:
     assert call.predictions[0].category == "human"
 
 
+_OPENS_LIKE_A_MAILBOX = (
+    "You've reached Green Valley family medicine. Mass has arrived in all the other "
+    "offices. It's in a medical emergency."
+)
+
+
+def test_a_long_recording_that_only_opens_like_a_mailbox_is_taken_for_a_menu() -> None:
+    # "you have reached" is all that leans voicemail; a menu opens with it too
+    call = Timeline()
+    _garbled(call, _OPENS_LIKE_A_MAILBOX, end=12.5)
+    call.run_until(15.0)
+    first = call.predictions[0]
+    assert (first.category, first.stage) == ("machine-ivr", "machine-ivr")
+    assert "asks for no message" in first.reason
+    # a beep still makes it a voicemail
+    call.tone(16.0, "beep", 15.5, 16.0)
+    assert call.predictions[-1].stage == "machine-vm"
+
+
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [
+        # a mailbox word, or a mailbox's phrase, survived
+        (_OPENS_LIKE_A_MAILBOX + " Leave me a message.", 12.5),
+        ("You've reached Dana, I'm not available, the office is in a meeting all day.", 12.5),
+        # too short for a monologue
+        ("You've reached Green Valley family medicine, the other offices.", 6.0),
+    ],
+)
+def test_an_opening_like_a_mailbox_stays_a_voicemail_with_its_words_or_when_short(
+    text: str, end: float
+) -> None:
+    call = Timeline()
+    _garbled(call, text, end=end)
+    call.run_until(end + 2.5)
+    assert call.predictions[0].category == "machine-vm"
+
+
 def _greeting_pause_menu(call: Timeline, *, agent_at: float | None, menu: str) -> None:
     """A business greeting, a 1.2 s pause (a person's verdict), then more words."""
     call.answered(0.0)
