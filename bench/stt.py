@@ -25,7 +25,7 @@ Usage::
 
     .venv/bin/python bench/stt.py [PATH...] [--mode batch|streaming|both|whole]
         [--cpu-threads N] [--beam N] [--llm-load] [--limit N] [--voice V]
-        [--lines-per-call N] [--temperature-fallback]
+        [--lines-per-call N] [--temperature-fallback] [--prompt TEXT]
 """
 
 from __future__ import annotations
@@ -221,9 +221,12 @@ async def run_modes(
     return results
 
 
-def decode_whole(lines: list[Line], opts: dict[str, object]) -> ModeResult:
+def decode_whole(
+    lines: list[Line], opts: dict[str, object], prompt: str | None = None
+) -> ModeResult:
     """Each line decoded in one piece, one after another: recognition alone (no VAD, no
-    pacing; the line's trailing silence included)."""
+    pacing; the line's trailing silence included), with ``prompt`` as Whisper's
+    initial prompt of every decode when given."""
     from agent.models import build_stt
     from agent.models.whisper_stt import WhisperSTT
 
@@ -234,7 +237,7 @@ def decode_whole(lines: list[Line], opts: dict[str, object]) -> ModeResult:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     for index, line in enumerate(lines):
         started = time.perf_counter()
-        decoded = whisper.transcribe(line.audio.astype(np.float32) / 32768.0)
+        decoded = whisper.transcribe(line.audio.astype(np.float32) / 32768.0, prompt=prompt)
         result.decodes.append(time.perf_counter() - started)
         if decoded.text:
             result.heard[index] = [decoded.text]
@@ -394,6 +397,12 @@ def main(argv: list[str] | None = None) -> int:
         help="sample again at rising temperatures when a decode reads as unlikely "
         "(faster-whisper's default; off in the product)",
     )
+    parser.add_argument(
+        "--prompt",
+        default=None,
+        help="whole mode: Whisper's initial prompt for every decode (the product passes "
+        "none but the words of audio cut before; docs/decisions.md)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="only the first N lines")
     parser.add_argument(
         "--voice",
@@ -404,9 +413,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--lines-per-call", type=int, default=None, help="only each call's first N lines"
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="print every final")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print every final (whole mode: every line, said and heard)",
+    )
     args = parser.parse_args(argv)
 
+    if args.prompt is not None and args.mode != "whole":
+        print("error: --prompt: only with --mode whole", file=sys.stderr)
+        return 2
     setup_logging(verbose=False, json_logs=False)
     print(f"$ {command_line()}")
     try:
@@ -454,7 +471,11 @@ def main(argv: list[str] | None = None) -> int:
         f"audio with silences (rendered in {time.perf_counter() - started:.1f} s)"
     )
     if args.mode == "whole":
-        result = decode_whole(lines, opts)
+        result = decode_whole(lines, opts, args.prompt)
+        if args.verbose:
+            for index, line in enumerate(lines):
+                heard = " ".join(result.heard.get(index, []))
+                print(f"  {line.call}: {line.text!r}\n      {heard!r}")
         report(lines, [result])
         print(f"host load average {os.getloadavg()[0]:.2f} at end")
         return 0

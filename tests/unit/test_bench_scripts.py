@@ -40,3 +40,17 @@ def test_stt_bench_refuses_an_unknown_voice_in_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith("error: --voice: ") and "zz-nowhere" in line
+
+
+def test_stt_bench_refuses_a_prompt_outside_whole_mode_in_one_line(tmp_path: Path) -> None:
+    call = ROOT / "tests" / "calls" / "amd" / "human-yeah.call.yaml"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "stt.py"), "--prompt", "Press 1.", str(call)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: --prompt: only with --mode whole"
