@@ -409,6 +409,13 @@ class AmdDetector:
                     f"a {opened:.1f} s recording answering the call that opens like a "
                     f"mailbox but asks for no message; {reason}"
                 )
+        if cat == "human" and self.fsm.stage == "machine-screening" and self._in_breath(tr):
+            # a screener talks until it has asked ("I'm a call assistant for Jamie. Can
+            # I ask who's calling?"), then waits for us: words in the same breath as
+            # its own, before we answered, are still the screener's, whatever the
+            # recogniser made of them ("Can I ask, oh calling, ...?")
+            confidence = min(confidence, 0.7)
+            reason = f"said in the screener's breath, before we answered; {reason}"
         if span is not None or over_us is not None:
             # the classifier heard no machine words, but nobody answering a call talks
             # this long before letting us speak, nor goes on after a person's verdict
@@ -561,6 +568,21 @@ class AmdDetector:
                 changed=True,
             ),
         ]
+
+    def _in_breath(self, turn: _Turn) -> bool:
+        """Whether ``turn`` went on from the turn before it without a pause (the same
+        stretch of speech, or under ``human_silence`` after it) and the agent has not
+        spoken since that turn began."""
+        if turn.index == 0:
+            return False
+        before = self.s.turns[turn.index - 1]
+        if turn.start is None or before.start is None:
+            return False
+        joined = turn.start == before.start or (
+            before.end is not None and turn.start - before.end < self.cfg.human_silence
+        )
+        spoke = self.s.agent_started_at
+        return joined and (spoke is None or spoke < before.start) and not self.s.agent_speaking
 
     def _said_before_agent(self, turn: _Turn) -> bool:
         """Whether ``turn``'s speech began before the agent first spoke to the provisional

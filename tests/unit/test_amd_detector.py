@@ -33,7 +33,11 @@ SCRIPTED = AmdConfig(human_silence=0.5)
 
 def lexical(req: Classify) -> Answer | None:
     """The built-in lexical classifier, as the actor runs it."""
-    verdict = score_turn([text for role, text in req.turns if role == "callee"])
+    verdict = score_turn(
+        [text for role, text in req.turns if role == "callee"],
+        stage=req.stage,
+        rang=rang_before_latest(req.turns),
+    )
     return verdict.category, verdict.confidence, verdict.reason
 
 
@@ -463,6 +467,35 @@ def test_screener_rolling_over_to_voicemail_across_short_turns() -> None:
     call.call_ended(15.0)
     assert call.completed.category == "machine-vm"
     assert call.completed.stages == ("machine-screening", "machine-vm")
+
+
+def _screener_then_question(call: Timeline, *, agent_first: bool) -> None:
+    """A screener's intro, then a question whose screener wording was lost."""
+    call.answered(0.0)
+    call.speech_starts(0.6)
+    call.transcript(3.0, "I'm a call assistant for Jamie.")
+    assert call.detector.stage == "machine-screening"
+    if agent_first:
+        call.speech_stops(3.2)
+        call.agent(3.6, 6.0, "Hi, this is Sam from Acme Dental.")
+        call.speech_starts(7.0)
+    call.speech_stops(9.0)
+    call.transcript(9.0, "Can I ask, oh calling, and what it's a mode?")
+    call.run_until(11.0)
+
+
+def test_words_in_a_screeners_breath_before_we_answered_are_still_the_screener() -> None:
+    call = Timeline()
+    _screener_then_question(call, agent_first=False)
+    assert call.detector.stage == "machine-screening"
+    last = call.predictions[-1]
+    assert last.stage == "machine-screening" and "screener's breath" in last.reason
+
+
+def test_a_question_after_we_answered_the_screener_is_whoever_picked_up() -> None:
+    call = Timeline()
+    _screener_then_question(call, agent_first=True)
+    assert call.detector.stage == "human"
 
 
 def test_okay_alone_does_not_move_the_call_out_of_screening() -> None:
