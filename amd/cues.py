@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from amd.menu_shapes import DAMAGED, damaged_menu_cues, is_press_like
+from amd.menu_shapes import DAMAGED, damaged_menu_cues, glued_key, is_press_like
 from amd.tolerance import FUNCTION_WORDS, SOUND_ALIKE, word_quality
 
 __all__ = ["Cue", "canonical_words", "carrier_cues", "menu_cues", "screener_cues"]
@@ -232,14 +232,21 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
             )
         ]
         # or a language right before its key verb and key, however the preposition
-        # before it came out ("the English present, one", "in the English prayer one")
+        # before it came out ("the English present, one", "in the English prayer one",
+        # "Foreign English, prezuan": the key glued to its verb)
         chosen += [
             i
-            for i in range(len(tokens) - 2)
+            for i in range(len(tokens) - 1)
             if tokens[i] in _LANGUAGES
-            and tokens[i + 1] not in _SELECT_WORDS
-            and _selects(tokens[i + 1])
-            and tokens[i + 2].isdigit()
+            and (
+                (
+                    tokens[i + 1] not in _SELECT_WORDS
+                    and _selects(tokens[i + 1])
+                    and i + 2 < len(tokens)
+                    and tokens[i + 2].isdigit()
+                )
+                or glued_key(tokens[i + 1])
+            )
         ]
         if chosen:
             cues.append(("machine-ivr", "language menu: a language to select", chosen[0], 1.0))

@@ -40,7 +40,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["DAMAGED", "damaged_menu_cues", "is_press_like", "keyed_option", "parallel_options"]
+__all__ = [
+    "DAMAGED",
+    "damaged_menu_cues",
+    "glued_key",
+    "is_press_like",
+    "keyed_option",
+    "parallel_options",
+]
 
 Cue = tuple[str, str, int, float]
 
@@ -77,7 +84,7 @@ _COMMON_WORD_KEYS = frozenset({"to", "too", "for", "fore"})
 #: shortest stem that leaves a key is taken ("pretty" and "prefer" leave none).
 _GLUED_KEY = re.compile(
     r"^([pb]r(?:e|a|ai|ay|ea|ei|i)[a-z]{0,3}?)"
-    r"(one|won|two|to|too|three|tree|free|four|for|fore)$"
+    r"(one|won|wan|uan|two|to|too|three|tree|free|four|for|fore)$"
 )
 
 
@@ -99,6 +106,12 @@ def _key_id(token: str) -> str | None:
     itself ("pray through ... pray free" are two keys, whichever digits they were)."""
     key = _key(token)
     return token if key is not None and token in _KEY_HOMOPHONES else key
+
+
+def glued_key(token: str) -> bool:
+    """Whether ``token`` is "press" glued to a key written as a word ("presto",
+    "prezuan": "press two", "press one")."""
+    return _GLUED_KEY.match(token) is not None
 
 
 def _unglued(tokens: Sequence[str]) -> tuple[list[str], list[int]]:

@@ -146,6 +146,8 @@ def test_a_damaged_reading_adds_nothing_where_the_words_match_as_said() -> None:
         "For Spanish, press 2.",
         # the key verb misheard as any word, its key kept (espeak-ng en-us-nyc)
         "Welcome to First Coast Man. For English, class 1!",
+        # or glued to its key, the preposition lost (espeak-ng en-gb-scotland)
+        "We'll come to the first course, man. Foreign English, prezuan, paraspan, yol.",
         # a business welcome, then the screener-like ask of a speech menu
         "Welcome to SkyCable, and a few words tell me why you're calling today.",
         "Thanks for calling Northwind Travel. Briefly tell me what you need.",
@@ -162,6 +164,7 @@ def test_what_the_recogniser_keeps_of_language_and_speech_menus_is_a_menu(text: 
         # a person's number after a language is not a key (two digits, or no word between)
         ("I'm calling for English class 12, please hold.", "wait"),
         ("Yeah, for English 1 we use the blue book.", None),
+        ("My English professor is here, hold on.", "wait"),
         ("Hello? Yes, I speak English, please hold on.", "wait"),
         ("Please state your name and tell me why you are calling.", "machine-screening"),
         ("Thanks for calling Oakridge Pharmacy, this is Devon.", None),
