@@ -78,6 +78,11 @@ _KEY_HOMOPHONES = {
     "oh": "0",
 }
 _KEY_WORDS = frozenset({"pound", "star", "hash", "zero"})
+#: Keys written as words ("Great One"): read as keys only in an option's frame,
+#: where nothing else follows the verb (elsewhere "great one" is a person's praise).
+_NUMBER_WORDS = {
+    w: str(d) for d, w in enumerate("zero one two three four five six seven eight nine".split())
+}
 #: Key homophones too common to mark one option on their own ("great to", "pray for").
 _COMMON_WORD_KEYS = frozenset({"to", "too", "for", "fore"})
 #: "press" glued to a key written as a word ("presto", "prefto": "press two"); the
@@ -350,6 +355,7 @@ def damaged_menu_cues(tokens: Sequence[str]) -> list[Cue]:
 
 
 _SENTENCE = re.compile(r"[^.!?;]+")
+_INITIAL = re.compile(r"\b([A-Z])\.")
 #: How a menu option opens: a purpose ("For billing,"), a condition ("If you are a
 #: new patient,") or an aim ("To speak with an agent,").
 _OPENERS = ("for", "if you", "to")
@@ -384,6 +390,9 @@ def parallel_options(text: str) -> list[Cue]:
     Returns:
         A ``(category, label, start word, strength)`` cue at :data:`DAMAGED`, or none.
     """
+    # an initial's full stop ends no sentence ("For Thomas E. Owen, ..."); the words
+    # stay where they were
+    text = _INITIAL.sub(r"\1 ", text)
     sentences = [m for m in _SENTENCE.finditer(text) if m.group().strip()]
     frames = [_option_frame(m.group().strip()) for m in sentences]
     for i in range(len(frames) - 1):
@@ -392,10 +401,11 @@ def parallel_options(text: str) -> list[Cue]:
             return [("machine-ivr", "menu options: two options framed alike", start, DAMAGED)]
     for sentence, frame in zip(sentences, frames, strict=True):
         # one option, framed, whose tail is a key verb and a key however the verb
-        # came out ("For elaborate notes, presto!", "To report an outage, great one."):
+        # came out ("For elaborate notes, presto!", "For billing, Great One."):
         # the frame is what "great, one for you" lacks
         tail = sentence.group().partition(",")[2].lower()
-        if frame is not None and keyed_option(re.findall(r"[a-z0-9]+", tail)):
+        keys = [_NUMBER_WORDS.get(t, t) for t in re.findall(r"[a-z0-9]+", tail)]
+        if frame is not None and keyed_option(keys):
             start = len(text[: sentence.start()].split())
             return [("machine-ivr", "menu option: framed, its key verb damaged", start, DAMAGED)]
     return []

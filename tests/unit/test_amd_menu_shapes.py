@@ -337,6 +337,8 @@ def test_one_option_like_sentence_or_two_unlike_ones_are_no_menu(said: str) -> N
         # or its verb misheard, its key kept
         "To report an outage, pray 1.",
         "If you are a new patient, brave 2.",
+        # the key written as a word (espeak-ng West Midlands)
+        "You are great. Thank you very much. For Thomas E. Owen, Great One.",
     ],
 )
 def test_one_framed_option_with_a_damaged_key_verb_is_a_menu(heard: str) -> None:
@@ -351,6 +353,7 @@ def test_one_framed_option_with_a_damaged_key_verb_is_a_menu(heard: str) -> None
         "For real, who is this?",
         "For the record, I'm busy.",
         "Yeah, great one. Who is this?",
+        "Oh, that's a great one, who is this?",
         # a common word after the verb-like word is no key ("pray for", "great to")
         "For what it's worth, great to hear from you.",
     ],
