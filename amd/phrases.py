@@ -75,6 +75,7 @@ SCREENING_STRONG: tuple[str, ...] = (
     "digital assistant",
     "tell me your name",
     "before i connect you",
+    "before i try to connect you",
     "before i put you through",
     "see if they are available",
     "if they are available",

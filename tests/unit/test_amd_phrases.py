@@ -47,6 +47,8 @@ def test_normalise(text: str, expected: str) -> None:
         "They're asking for more information, can you tell them what this is about?",
         "Please stay on the line, I'll see if this person is available.",
         "This call is being screened. Record your name after the tone.",
+        # its ask for our name lost (espeak-ng West Midlands)
+        "I, before I try to connect you, please type your name and the ringman for your call.",
     ],
 )
 def test_screener_greetings(text: str) -> None:
