@@ -152,6 +152,9 @@ class _Turn:
     #: the callee started this turn while the agent was talking (a recording
     #: talks on regardless; a person answering us waits for our turn to end)
     overlapped: bool = False
+    #: its speech began under ``long_greeting_silence`` after the callee's speech
+    #: before it, the agent silent since that began: no pause was left for us
+    follows_on: bool = False
 
 
 @dataclass
@@ -173,6 +176,8 @@ class _State:
     #: when the agent last started to speak
     agent_started_at: float | None = None
     speech_overlaps_agent: bool = False
+    #: the current speech began with no pause left for us (see ``_Turn.follows_on``)
+    speech_follows_on: bool = False
     confirm_due: bool = False
     #: end of the latest speech whose transcript has not arrived yet
     words_pending_since: float | None = None
@@ -239,6 +244,15 @@ class AmdDetector:
                 or s.agent_started_at <= s.speech_start
             )
         )
+        s.speech_follows_on = (
+            s.last_speech_end is not None
+            and t - s.last_speech_end < self.cfg.long_greeting_silence
+            and not s.agent_speaking
+            and (
+                s.agent_started_at is None
+                or (s.speech_start is not None and s.agent_started_at < s.speech_start)
+            )
+        )
         s.speech_start = t
         s.speech_overlaps_agent = s.agent_speaking or continues
         if not s.heard_words:
@@ -286,6 +300,7 @@ class AmdDetector:
             start=s.speech_start,
             end=None if s.speaking else (s.last_speech_end if s.last_speech_end else t),
             overlapped=s.speech_overlaps_agent,
+            follows_on=s.speech_follows_on,
         )
         s.turns.append(turn)
         s.context.append(("callee", text))
@@ -570,19 +585,20 @@ class AmdDetector:
         ]
 
     def _in_breath(self, turn: _Turn) -> bool:
-        """Whether ``turn`` went on from the turn before it without a pause (the same
-        stretch of speech, or under ``human_silence`` after it) and the agent has not
-        spoken since that turn began."""
+        """Whether ``turn`` went on from the turn before it without a pause for us (the
+        same stretch of speech, or one that began under ``long_greeting_silence``
+        after it) and the agent has not spoken since that turn began."""
         if turn.index == 0:
             return False
         before = self.s.turns[turn.index - 1]
         if turn.start is None or before.start is None:
             return False
-        joined = turn.start == before.start or (
-            before.end is not None and turn.start - before.end < self.cfg.human_silence
-        )
         spoke = self.s.agent_started_at
-        return joined and (spoke is None or spoke < before.start) and not self.s.agent_speaking
+        return (
+            (turn.start == before.start or turn.follows_on)
+            and (spoke is None or spoke < before.start)
+            and not self.s.agent_speaking
+        )
 
     def _said_before_agent(self, turn: _Turn) -> bool:
         """Whether ``turn``'s speech began before the agent first spoke to the provisional

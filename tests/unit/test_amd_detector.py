@@ -469,8 +469,9 @@ def test_screener_rolling_over_to_voicemail_across_short_turns() -> None:
     assert call.completed.stages == ("machine-screening", "machine-vm")
 
 
-def _screener_then_question(call: Timeline, *, agent_first: bool) -> None:
-    """A screener's intro, then a question whose screener wording was lost."""
+def _screener_then_question(call: Timeline, *, agent_first: bool, pause: float = 0.0) -> None:
+    """A screener's intro, then a question whose screener wording was lost; ``pause``
+    between them (0: one stretch of speech)."""
     call.answered(0.0)
     call.speech_starts(0.6)
     call.transcript(3.0, "I'm a call assistant for Jamie.")
@@ -479,14 +480,20 @@ def _screener_then_question(call: Timeline, *, agent_first: bool) -> None:
         call.speech_stops(3.2)
         call.agent(3.6, 6.0, "Hi, this is Sam from Acme Dental.")
         call.speech_starts(7.0)
+    elif pause:
+        call.speech_stops(3.2)
+        call.speech_starts(3.2 + pause)
     call.speech_stops(9.0)
     call.transcript(9.0, "Can I ask, oh calling, and what it's a mode?")
     call.run_until(11.0)
 
 
-def test_words_in_a_screeners_breath_before_we_answered_are_still_the_screener() -> None:
+@pytest.mark.parametrize("pause", [0.0, 0.6])
+def test_words_in_a_screeners_breath_before_we_answered_are_still_the_screener(
+    pause: float,
+) -> None:
     call = Timeline()
-    _screener_then_question(call, agent_first=False)
+    _screener_then_question(call, agent_first=False, pause=pause)
     assert call.detector.stage == "machine-screening"
     last = call.predictions[-1]
     assert last.stage == "machine-screening" and "screener's breath" in last.reason
