@@ -318,7 +318,10 @@ def _department(word: str) -> bool:
 def _on_the_line(tokens: Sequence[str]) -> bool:
     """Whether ``tokens`` start "<verb> on the line" or "please <verb> on the line"."""
     skip = 2 if tokens[:1] == ["please"] else 1
-    return list(tokens[skip : skip + 3]) == ["on", "the", "line"]
+    # "on" may be lost too: "For English, please pay the line."
+    return list(tokens[skip : skip + 3]) == ["on", "the", "line"] or list(
+        tokens[skip : skip + 2]
+    ) == ["the", "line"]
 
 
 def _selects(word: str) -> bool:

@@ -252,6 +252,9 @@ NUMBER_WORDS: dict[str, str] = {
     "nine": "9",
 }
 _CONTRACTIONS: tuple[tuple[str, str], ...] = (
+    # "You've reached" with its "'ve" lost, opening a sentence ("You reach the billing
+    # department"; not "can you reach him")
+    (r"(^|[.!?]\s*)you reach(?:ed)?\b", r"\1you have reached"),
     (r"\bcan't\b", "cannot"),
     (r"\bwon't\b", "will not"),
     (r"\bain't\b", "is not"),

@@ -143,6 +143,8 @@ def test_a_damaged_reading_adds_nothing_where_the_words_match_as_said() -> None:
         # whisper tiny.en kept one language of a two-language menu (Piper voice, 8 kHz)
         "Thank you for calling Pacific Help. to continue in English.",
         "Pair a Danielle, Mark L. Doth, for English. Please stay on the line.",
+        # "on" lost as well (espeak-ng en-gb)
+        "Parry pan, your market loss. For English, please pay the line.",
         "For Spanish, press 2.",
         # the key verb misheard as any word, its key kept (espeak-ng en-us-nyc)
         "Welcome to First Coast Man. For English, class 1!",

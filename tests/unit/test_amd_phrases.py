@@ -29,6 +29,10 @@ def _verdict(*turns: str) -> str | None:
         ("Leave a voice-mail, mail box #2", "leave a voicemail mailbox pound 2"),
         ("They cant come to the phone, Im sorry", "they cannot come to the phone i am sorry"),
         ("I\u2019m here; we\u2019ll call", "i am here we will call"),
+        # "'ve" lost at the start of a sentence, and only there
+        ("You reach the billing department.", "you have reached the billing department"),
+        ("Hi. You reached Dana.", "hi you have reached dana"),
+        ("Can you reach him?", "can you reach him"),
     ],
 )
 def test_normalise(text: str, expected: str) -> None:
