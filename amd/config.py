@@ -55,6 +55,11 @@ class AmdConfig(BaseModel):
     human_confirm_after_agent: float = Field(default=2.5, ge=0.0, le=30.0)
     """When the confirm window ends while the agent is still talking, the verdict
     is confirmed this long after the agent's turn ends (if nothing corrected it)."""
+    beep_wait_after_lean: float = Field(default=1.5, ge=0.0, le=10.0)
+    """After a callee turn that leaned voicemail without deciding it (a provisional
+    person stands), the person is confirmed no sooner than this long after that
+    turn's speech ended: a mailbox's beep follows its greeting within about a
+    second, whatever the recogniser made of the greeting."""
     transcript_grace: float = Field(default=1.5, ge=0.1, le=10.0)
     """How long after speech ends its transcript may take; a person decided on
     timing whose sound brought no words by then is withdrawn (music, noise)."""

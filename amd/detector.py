@@ -178,6 +178,9 @@ class _State:
     speech_overlaps_agent: bool = False
     #: the current speech began with no pause left for us (see ``_Turn.follows_on``)
     speech_follows_on: bool = False
+    #: when the speech of the latest turn that leaned voicemail under a provisional
+    #: person ended (a beep may still follow it)
+    vm_lean_end: float | None = None
     confirm_due: bool = False
     #: end of the latest speech whose transcript has not arrived yet
     words_pending_since: float | None = None
@@ -456,6 +459,8 @@ class AmdDetector:
                     f"a {span:.1f} s monologue answering the call, nothing a person says "
                     f"in it; {reason}"
                 )
+        if cat == "machine-vm" and s.provisional_at is not None:
+            s.vm_lean_end = tr.end if tr.end is not None else t
         if cat == "human" and self.fsm.stage == "uncertain":
             # a fast person verdict needs the short-silence rule or person markers;
             # otherwise the long silence must have passed
@@ -553,6 +558,9 @@ class AmdDetector:
         if s.words_pending_since is not None and t < s.words_pending_since + grace - 1e-9:
             # the callee just spoke: read their words before deciding
             return [ArmTimer("confirm", s.words_pending_since + grace)]
+        if s.vm_lean_end is not None and t < s.vm_lean_end + self.cfg.beep_wait_after_lean - 1e-9:
+            # the callee's last words leaned voicemail: give its beep time to come
+            return [ArmTimer("confirm", s.vm_lean_end + self.cfg.beep_wait_after_lean)]
         if s.provisional_from_timing and not s.turns:
             return self._check_words(t)
         return self._confirm(t, "confirm window passed")

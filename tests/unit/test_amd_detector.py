@@ -296,6 +296,32 @@ def test_a_beep_in_the_provisional_window_corrects_the_person() -> None:
     assert call.completed.stages == ("machine-vm",)
 
 
+def _hi_then_a_greeting_that_leans_voicemail() -> Timeline:
+    """"Hello?" (a provisional person at 1.5), then a greeting whose mailbox phrase the
+    recogniser lost, ending just as the confirm window closes (7.5)."""
+    call = hello()
+    call.say(1.6, 7.45, "In reach to the Garcia family, we are not home, but we'll call you back.")
+    call.run_until(8.0)
+    lean = call.predictions[-1]
+    assert lean.category == "machine-vm" and lean.stage == "human" and lean.provisional
+    return call
+
+
+def test_after_words_that_lean_voicemail_the_person_waits_for_a_beep() -> None:
+    call = _hi_then_a_greeting_that_leans_voicemail()
+    assert call.completions == []  # 1.5 s for a beep after the greeting
+    call.tone(8.9, "beep", 8.1, 8.7)
+    assert call.detector.stage == "machine-vm"
+
+
+def test_without_a_beep_the_person_is_confirmed_once_it_could_have_come() -> None:
+    call = _hi_then_a_greeting_that_leans_voicemail()
+    call.run_until(7.45 + SCRIPTED.beep_wait_after_lean - 0.01)
+    assert call.completions == []
+    call.run_until(7.45 + SCRIPTED.beep_wait_after_lean + 0.01)
+    assert call.completed.category == "human"
+
+
 def test_a_reply_after_the_agent_finished_without_voicemail_evidence_confirms_the_person() -> None:
     call = hello()
     call.agent(1.8, 3.0, "Hi, this is Sam from Acme. Is this Dana?")
