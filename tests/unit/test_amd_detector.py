@@ -297,7 +297,7 @@ def test_a_beep_in_the_provisional_window_corrects_the_person() -> None:
 
 
 def _hi_then_a_greeting_that_leans_voicemail() -> Timeline:
-    """"Hello?" (a provisional person at 1.5), then a greeting whose mailbox phrase the
+    """ "Hello?" (a provisional person at 1.5), then a greeting whose mailbox phrase the
     recogniser lost, ending just as the confirm window closes (7.5)."""
     call = hello()
     call.say(1.6, 7.45, "In reach to the Garcia family, we are not home, but we'll call you back.")
