@@ -253,8 +253,8 @@ NUMBER_WORDS: dict[str, str] = {
 }
 _CONTRACTIONS: tuple[tuple[str, str], ...] = (
     # "You've reached" with its "'ve" lost, opening a sentence ("You reach the billing
-    # department"; not "can you reach him")
-    (r"(^|[.!?]\s*)you reach(?:ed)?\b", r"\1you have reached"),
+    # department"; not "can you reach him", nor "you reached out to us")
+    (r"(^|[.!?]\s*)you reach(?:ed)?\b(?! out\b)", r"\1you have reached"),
     (r"\bcan't\b", "cannot"),
     (r"\bwon't\b", "will not"),
     (r"\bain't\b", "is not"),

@@ -33,6 +33,7 @@ def _verdict(*turns: str) -> str | None:
         ("You reach the billing department.", "you have reached the billing department"),
         ("Hi. You reached Dana.", "hi you have reached dana"),
         ("Can you reach him?", "can you reach him"),
+        ("You reached out to us?", "you reached out to us"),
     ],
 )
 def test_normalise(text: str, expected: str) -> None:
