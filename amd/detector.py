@@ -417,7 +417,7 @@ class AmdDetector:
         over_us = self._run_over_us(tr) if cat == "human" and span is None else None
         if cat == "machine-vm" and confidence < self.cfg.strong_evidence:
             opened = self._monologue(tr)
-            said = " ".join(x.text for x in s.turns[: tr.index + 1])
+            said = " ".join(x.text for x in s.turns[: tr.index + 1]) if opened else ""
             if opened is not None and _only_an_opening(said) and not person_markers(said):
                 # "You've reached X." opens a menu as often as a mailbox: a long
                 # recording that asks for no message is taken for a menu, the harmless

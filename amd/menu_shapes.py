@@ -403,9 +403,11 @@ def parallel_options(text: str) -> list[Cue]:
         # one option, framed, whose tail is a key verb and a key however the verb
         # came out ("For elaborate notes, presto!", "For billing, Great One."):
         # the frame is what "great, one for you" lacks
+        if frame is None:
+            continue
         tail = sentence.group().partition(",")[2].lower()
         keys = [_NUMBER_WORDS.get(t, t) for t in re.findall(r"[a-z0-9]+", tail)]
-        if frame is not None and keyed_option(keys):
+        if keyed_option(keys):
             start = len(text[: sentence.start()].split())
             return [("machine-ivr", "menu option: framed, its key verb damaged", start, DAMAGED)]
     return []

@@ -27,30 +27,27 @@ def test_bench_script_runs_as_a_script(script: str, tmp_path: Path) -> None:
     assert proc.stdout.startswith("usage:")
 
 
-def test_stt_bench_refuses_an_unknown_voice_in_one_line(tmp_path: Path) -> None:
+def _stt_bench(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """bench/stt.py with ``args`` on one recorded call, from another folder."""
     call = ROOT / "tests" / "calls" / "amd" / "human-yeah.call.yaml"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "stt.py"), "--voice", "espeak:zz-nowhere", str(call)],
+    return subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "stt.py"), *args, str(call)],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_stt_bench_refuses_an_unknown_voice_in_one_line(tmp_path: Path) -> None:
+    proc = _stt_bench(tmp_path, "--voice", "espeak:zz-nowhere")
     assert proc.returncode == 2
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith("error: --voice: ") and "zz-nowhere" in line
 
 
 def test_stt_bench_refuses_a_prompt_outside_whole_mode_in_one_line(tmp_path: Path) -> None:
-    call = ROOT / "tests" / "calls" / "amd" / "human-yeah.call.yaml"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "stt.py"), "--prompt", "Press 1.", str(call)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    proc = _stt_bench(tmp_path, "--prompt", "Press 1.")
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: --prompt: only with --mode whole"
