@@ -32,7 +32,14 @@ from collections.abc import Sequence
 from amd.menu_shapes import DAMAGED, damaged_menu_cues, glued_key, is_press_like
 from amd.tolerance import FUNCTION_WORDS, SOUND_ALIKE, word_quality
 
-__all__ = ["Cue", "canonical_words", "carrier_cues", "menu_cues", "screener_cues"]
+__all__ = [
+    "Cue",
+    "canonical_words",
+    "carrier_cues",
+    "menu_cues",
+    "opens_with_welcome",
+    "screener_cues",
+]
 
 Cue = tuple[str, str, int, float]
 
@@ -188,6 +195,14 @@ def _prompt_at(tokens: Sequence[str], i: int, words: tuple[str, ...]) -> bool:
 def _first_at(tokens: Sequence[str], phrases: Sequence[tuple[str, ...]]) -> int | None:
     """Where the first of ``phrases`` to be said in ``tokens`` starts, or None."""
     return next((i for i in range(len(tokens)) for w in phrases if _prompt_at(tokens, i, w)), None)
+
+
+def opens_with_welcome(tokens: Sequence[str]) -> bool:
+    """Whether a business's welcome ("Thank you for calling", "Welcome to") opens
+    ``tokens``, after at most a greeting ("Hi, thanks for calling", "Good morning and
+    welcome to")."""
+    first = _first_at(canonical_words(tokens), _WELCOME)
+    return first is not None and first <= 3
 
 
 def menu_cues(tokens: Sequence[str]) -> list[Cue]:

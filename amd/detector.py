@@ -18,7 +18,8 @@ Evidence, cheapest first:
    short greeting or a turn with person markers ("Hello?", "Kelly speaking,
    how can I help?"), ``long_greeting_silence`` otherwise. The classifier
    (``amd/classifier.py``, behind livekit's ``DecisionModel``) answers those.
-   A "person" answer about a monologue of ``monologue_seconds`` from the answer,
+   A "person" answer about a monologue of ``monologue_seconds`` from the answer
+   (``welcome_monologue_seconds`` when it opens with a business's welcome),
    with no pause for us and no person's phrase in it, is a recording whose words
    the recogniser lost (see :meth:`AmdDetector._monologue`).
 
@@ -43,6 +44,7 @@ from agent.core.timers import ArmTimer, CancelTimer
 
 from .classifier import person_markers
 from .config import AmdConfig
+from .cues import opens_with_welcome
 from .fsm import Prediction, StageMachine
 from .menu_shapes import keyed_option
 from .phrases import (
@@ -671,10 +673,17 @@ class AmdDetector:
     def _monologue(self, turn: _Turn) -> float | None:
         """How long the callee has talked, if they talked from the answer up to the end
         of ``turn`` with no pause of ``long_greeting_silence``, for ``monologue_seconds``
-        or more, and no verdict was given yet; otherwise None."""
+        (``welcome_monologue_seconds`` if a business's welcome opened it) or more, and
+        no verdict was given yet; otherwise None."""
         if self.fsm.stage != "uncertain" or self.s.provisional_at is not None:
             return None
-        return self._run(turn, self.cfg.long_greeting_silence, over_us=False)
+        opening = words(" ".join(x.text for x in self.s.turns[: turn.index + 1]))
+        seconds = (
+            self.cfg.welcome_monologue_seconds
+            if opens_with_welcome(opening)
+            else self.cfg.monologue_seconds
+        )
+        return self._run(turn, self.cfg.long_greeting_silence, over_us=False, seconds=seconds)
 
     def _run_over_us(self, turn: _Turn) -> float | None:
         """How long the callee has talked, if a provisional person was decided on an
@@ -692,14 +701,18 @@ class AmdDetector:
             return None
         return self._run(turn, 2 * self.cfg.long_greeting_silence, over_us=True)
 
-    def _run(self, turn: _Turn, max_pause: float, *, over_us: bool) -> float | None:
+    def _run(
+        self, turn: _Turn, max_pause: float, *, over_us: bool, seconds: float | None = None
+    ) -> float | None:
         """The callee's speech from the answer to the end of ``turn``, if it lasted
-        ``monologue_seconds`` or more with every pause shorter than ``max_pause`` (and,
+        ``seconds`` (``monologue_seconds`` if not given) or more with every pause
+        shorter than ``max_pause`` (and,
         with ``over_us``, every turn after the first said before the agent first spoke
         or over the agent); otherwise None."""
         run = self.s.turns[: turn.index + 1]
         first, end = run[0].start, turn.end
-        if first is None or end is None or end - first < self.cfg.monologue_seconds:
+        least = self.cfg.monologue_seconds if seconds is None else seconds
+        if first is None or end is None or end - first < least:
             return None
         for before, after in zip(run, run[1:], strict=False):
             if before.end is None or after.start is None:

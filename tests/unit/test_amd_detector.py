@@ -990,6 +990,40 @@ def test_a_shorter_garbled_greeting_stays_a_person() -> None:
     assert call.predictions[0].category == "human"
 
 
+# -- a business's welcome that goes on (issue 19, twelfth round) ----------------------
+
+
+def test_a_welcome_that_goes_on_without_a_persons_words_is_a_recording_sooner() -> None:
+    # a directory's prompt with its keys lost: 5.8 s, short of monologue_seconds
+    call = Timeline()
+    _garbled(call, "Welcome to master and low, to reach from 1.9 into another number now.", 6.6)
+    call.run_until(9.0)
+    first = call.predictions[0]
+    assert (first.category, first.stage, first.confidence) == ("machine-ivr", "machine-ivr", 0.6)
+    assert "5.8 s monologue" in first.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [
+        # a receptionist names themselves or offers help after the welcome, however slow
+        ("Thanks for calling Bright Auto, this is Sam, what can I do for you?", 7.4),
+        ("Thank you for calling Harbor View clinic, how may I help you today?", 7.4),
+        # a welcome said quickly, nothing after it
+        ("Thank you for calling Oakridge Pharmacy.", 5.4),
+        # as long, but no welcome opens it
+        ("Yeah so the thing is I'm out at the moment, the car is parked outside now.", 6.6),
+    ],
+)
+def test_a_welcome_with_a_persons_words_or_a_short_one_stays_a_person(
+    text: str, end: float
+) -> None:
+    call = Timeline()
+    _garbled(call, text, end)
+    call.run_until(end + 2.5)
+    assert call.predictions[0].category == "human"
+
+
 _OPENS_LIKE_A_MAILBOX = (
     "You've reached Green Valley family medicine. Mass has arrived in all the other "
     "offices. It's in a medical emergency."

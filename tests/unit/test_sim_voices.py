@@ -7,7 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.telephony.sim.voices import VoicedSynth, VoiceError, check_installed, parse_voice
+from agent.telephony.sim.voices import (
+    VoicedSynth,
+    VoiceError,
+    check_installed,
+    espeak_voices,
+    parse_voice,
+)
 
 
 def test_piper_and_espeak_strings_parse() -> None:
@@ -43,6 +49,16 @@ def test_bad_voice_strings_say_what_was_expected(text: str, says: str) -> None:
 def test_uninstalled_espeak_voice_is_named() -> None:
     with pytest.raises(VoiceError, match="no voice 'xx-nowhere'"):
         check_installed(parse_voice("espeak:xx-nowhere"))
+
+
+def test_a_variant_named_as_listed_points_to_its_file_name() -> None:
+    # espeak-ng lists "Steph" but reads "+steph"; "+Steph" would be said in the plain voice
+    _, variants = espeak_voices()
+    if "steph" not in variants:
+        pytest.skip("this espeak-ng has no steph variant")
+    with pytest.raises(VoiceError, match="no variant 'Steph'.*did you mean 'steph'"):
+        check_installed(parse_voice("espeak:en-us+Steph"))
+    check_installed(parse_voice("espeak:en-us+steph"))
 
 
 def test_espeak_speech_is_synthesised_and_cached_per_voice(tmp_path: Path) -> None:

@@ -317,7 +317,11 @@ def check_installed(voice: Voice) -> None:
             "(espeak-ng --voices lists them)"
         )
     if voice.variant is not None and voice.variant not in variants:
+        # espeak-ng names a variant by its file, case and all ("steph" for "Steph"),
+        # and says an unknown one in the plain voice without a word
+        near = sorted(v for v in variants if v.lower() == voice.variant.lower())
+        hint = f"; did you mean {near[0]!r}?" if near else ""
         raise VoiceError(
             f"voice {voice.text!r}: espeak-ng has no variant {voice.variant!r} "
-            "(espeak-ng --voices=variant lists them)"
+            f"(espeak-ng --voices=variant lists them by file, the last column){hint}"
         )
