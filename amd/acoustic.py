@@ -187,7 +187,13 @@ class _ToneTracker:
         if 0 < k < p.size - 1:
             a, b, c = np.log(p[k - 1 : k + 2] + 1e-20)
             d = a - 2 * b + c
-            return self._lo + k + (0.5 * (a - c) / d if d else 0.0)
+            # a parabola through a bin and its neighbours peaks within half a bin of
+            # it, and only if the bin tops them: the second peak is found with the
+            # first one's lobe cleared, so a neighbour may be louder (d >= 0), and an
+            # unbounded vertex once put a voice's "tone" at a negative bin whose
+            # region spanned the whole spectrum and never ended
+            if d < 0:
+                return float(self._lo + k + float(np.clip(0.5 * (a - c) / d, -0.5, 0.5)))
         return float(self._lo + k)
 
     def _matches(self, run: _Run, peaks: list[float]) -> bool:

@@ -172,8 +172,13 @@ class ToneListener:
 
     @property
     def tone_active(self) -> bool:
-        """A steady tone is playing, or one just ended and may prove to be a beep."""
-        return self.active and (self.beeps.tone_seconds >= 0.1 or self._pending is not None)
+        """A steady tone that may still prove to be a beep is playing, or one just ended.
+
+        A tone already longer than ``beep_max_seconds`` is no beep (a held note, a
+        hum): deciding is not put off for it.
+        """
+        held = 0.1 <= self.beeps.tone_seconds <= self.max_seconds
+        return self.active and (held or self._pending is not None)
 
     def _is_beep(self, beep: BeepEvent) -> bool:
         if beep.end - beep.start > self.max_seconds:

@@ -235,3 +235,33 @@ async def test_a_fault_in_tone_detection_does_not_raise_into_the_audio_path() ->
         listener.push(T0 + i / sr, x[i : i + n])
     (beep,) = published
     assert beep.tone == "beep" and beep.start == pytest.approx(T0 + 0.5, abs=0.03)
+
+
+@pytest.mark.parametrize("sr", RATES)
+async def test_a_tone_longer_than_any_beep_does_not_hold_a_decision(sr: int) -> None:
+    """The AMD actor puts off settling a turn while a tone may prove to be a beep; a
+    held note or a hum longer than ``beep_max_seconds`` cannot, so it stops doing so."""
+    listener = ToneListener(sr, AmdConfig(), [].append, "call_1")
+    listener.active = True
+    n = round(0.02 * sr)
+    x = np.concatenate([silence(0.3, sr), tone(1000, 3.0, sr)])
+    active = {}
+    for i in range(0, x.size - n + 1, n):
+        listener.push(T0 + i / sr, x[i : i + n])
+        active[round(i / sr, 2)] = listener.tone_active
+    assert active[0.2] is False
+    assert active[1.0] is True  # 0.7 s of tone: it may be a beep
+    assert active[2.5] is False  # 2.2 s of it: no beep is that long
+    assert listener.beeps.tone_seconds > AmdConfig().beep_max_seconds
+
+
+def test_a_tones_frequency_is_read_within_half_a_bin_of_its_peak() -> None:
+    """A second peak is picked with the first one's lobe cleared, so its neighbour may
+    be louder than it: a parabola's vertex off that bin put a voice's "tone" at a
+    negative bin whose region spanned the spectrum, and the run never ended."""
+    tracker = BeepDetector(8000)._tracker
+    lo = tracker._lo
+    not_a_top = np.array([1.0, 5.0, 100.0, 1.0])  # bin 1 is below its right neighbour
+    assert tracker._interp(not_a_top, 1) == pytest.approx(lo + 1)
+    top = np.array([1.0, 100.0, 50.0, 1.0])
+    assert lo + 1 < tracker._interp(top, 1) <= lo + 1.5
