@@ -180,6 +180,8 @@ class _State:
     speech_overlaps_agent: bool = False
     #: the current speech began with no pause left for us (see ``_Turn.follows_on``)
     speech_follows_on: bool = False
+    #: when each of the agent's turns ended
+    agent_ends: list[float] = field(default_factory=list)
     #: when the speech of the latest turn that leaned voicemail under a provisional
     #: person ended (a beep may still follow it)
     vm_lean_end: float | None = None
@@ -374,6 +376,7 @@ class AmdDetector:
     def agent_turn(self, t: float, text: str) -> list[Output]:
         s = self.s
         s.agent_speaking = False
+        s.agent_ends.append(t)
         if text:
             s.context.append(("agent", text))
         if s.provisional_at is not None and s.confirm_due:
@@ -436,6 +439,17 @@ class AmdDetector:
             # recogniser made of them ("Can I ask, oh calling, ...?")
             confidence = min(confidence, 0.7)
             reason = f"said in the screener's breath, before we answered; {reason}"
+        elif cat == "human" and self.fsm.stage == "machine-screening" and self._conversing(tr):
+            # a screener asks once, and once answered puts the call through, takes a
+            # message or hangs up, each in words of its own: a callee who talks twice
+            # after we answered, with no machine's words, is the person, whatever the
+            # recogniser made of their greeting ("below, so I need to learn" for
+            # "Hello? Hi, this is Lauren")
+            confidence = max(confidence, self.cfg.strong_evidence)
+            reason = (
+                f"spoke twice after we answered the screener, no machine's words in "
+                f"either; {reason}"
+            )
         if span is not None or over_us is not None:
             # the classifier heard no machine words, but nobody answering a call talks
             # this long before letting us speak, nor goes on after a person's verdict
@@ -609,6 +623,39 @@ class AmdDetector:
             and (spoke is None or spoke < before.start)
             and not self.s.agent_speaking
         )
+
+    def _conversing(self, turn: _Turn) -> bool:
+        """Whether ``turn`` is the second stretch of the callee's speech or later since
+        we answered the screener's latest question, none of them with a machine's
+        phrase, however weak (a screener's, a mailbox's, a hold phrase).
+
+        A stretch begins after the agent's turn or after a pause of
+        ``long_greeting_silence``; pieces of one stretch count once.
+        """
+        s = self.s
+        asked = max(
+            (
+                x.index
+                for x in s.turns[: turn.index + 1]
+                if x.verdict is not None and x.verdict.category == "machine-screening"
+            ),
+            default=None,
+        )
+        if asked is None or s.turns[asked].end is None:
+            return False
+        asked_end = s.turns[asked].end
+        answered = next((e for e in s.agent_ends if e > asked_end), None)
+        if answered is None or turn.start is None or turn.start < answered:
+            return False
+        stretches = 0
+        for x in s.turns[asked + 1 : turn.index + 1]:
+            if x.start is None or x.start < answered:
+                continue
+            if x.verdict is not None:
+                return False
+            if not (x.follows_on or x.overlapped):
+                stretches += 1
+        return stretches >= 2
 
     def _said_before_agent(self, turn: _Turn) -> bool:
         """Whether ``turn``'s speech began before the agent first spoke to the provisional

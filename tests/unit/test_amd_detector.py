@@ -531,6 +531,50 @@ def test_a_question_after_we_answered_the_screener_is_whoever_picked_up() -> Non
     assert call.detector.stage == "human"
 
 
+def _screener_answered_then(call: Timeline, *lines: tuple[float, float, str]) -> None:
+    """A screener asks, the agent answers it, then the callee says ``lines``; the
+    agent stays silent, as it does in the screening stage."""
+    call.answered(0.0)
+    call.say(0.6, 8.0, "Hi, the person you're calling is using a screening service from Google.")
+    call.say(8.4, 10.5, "Go ahead and say your name and why you're calling.")
+    assert call.detector.stage == "machine-screening"
+    call.agent(11.0, 16.0, "Hi, this is Sam from Acme Dental, about your appointment.")
+    for start, end, text in lines:
+        call.say(start, end, text)
+    call.run_until(lines[-1][1] + 3.0)
+
+
+def test_a_callee_who_speaks_twice_after_we_answered_the_screener_is_the_person() -> None:
+    # the person's "Hello? Hi, this is Lauren." heard as words of no one
+    call = Timeline()
+    _screener_answered_then(
+        call,
+        (19.0, 20.5, "below. So, I need to learn."),
+        (33.0, 36.0, "Sorry, I swear number, I don't know. Yes, go ahead."),
+    )
+    assert call.detector.stage == "human"
+    assert "spoke twice after we answered the screener" in call.predictions[-1].reason
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # once is not enough: the first words after our answer may be the screener's
+        [(19.0, 20.5, "below. So, I need to learn.")],
+        # two pieces of one stretch of speech count once
+        [(19.0, 20.5, "below. So, I need to learn."), (20.9, 22.0, "and then the other.")],
+        # the screener asked again: we have not answered that yet
+        [(19.0, 21.0, "Sorry, please say your name again."), (26.0, 27.5, "and a more.")],
+    ],
+)
+def test_one_stretch_or_a_machines_words_after_we_answered_keep_the_screener(
+    lines: list[tuple[float, float, str]],
+) -> None:
+    call = Timeline()
+    _screener_answered_then(call, *lines)
+    assert call.detector.stage == "machine-screening"
+
+
 def test_okay_alone_does_not_move_the_call_out_of_screening() -> None:
     call = Timeline()
     call.answered(0.0)
