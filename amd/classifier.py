@@ -93,7 +93,10 @@ _NOT_NAMES = frozenset(
     "currently unavailable unable away out busy available now so very going about "
     "trying calling leaving been "
     # a preposition: "it's in a medical emergency" names nobody
-    "in on at of by from with into over under after before until".split()
+    "in on at of by from with into over under after before until "
+    # how one is, not who: "I am certain you ...", "it is fine"
+    "certain sure afraid glad happy pleased fine good okay ok great well ready able "
+    "back done".split()
 )
 
 #: Words that lean towards a recording or a system (each adds a little).

@@ -320,6 +320,18 @@ class AmdDetector:
             new_strong = pair is not None and pair.strength > HINT_WEIGHT
             if new_strong and (before is None or set(pair.phrases) - set(before.phrases)):  # type: ignore[union-attr]
                 turn.verdict = pair
+        if (
+            turn.verdict is not None
+            and turn.verdict.category == "machine-screening"
+            and index > 0
+            and (turn.start == s.turns[index - 1].start or turn.follows_on)
+        ):
+            # pieces of one stretch of speech: "Welcome to Sky Cable." then "Tell me
+            # why you're calling": a business's welcome before the question
+            # makes it a speech menu's prompt, which the pair reads (amd/cues.py)
+            pair = classify_phrases([f"{s.turns[index - 1].text} {text}"], window=1)
+            if pair is not None and pair.category == "machine-ivr" and pair.strength > HINT_WEIGHT:
+                turn.verdict = pair
         if (turn.verdict is None or turn.verdict.strength <= HINT_WEIGHT) and len(
             normalise(fuller).split()
         ) > len(normalise(text).split()):
@@ -457,14 +469,18 @@ class AmdDetector:
             said = " ".join(x.text for x in s.turns[: tr.index + 1])
             tokens = words(said)
             keyed = keyed_option(tokens)
-            if over_us is not None and not person_markers(said):
+            since = s.provisional_turn if s.provisional_turn is not None else tr.index
+            went_on = " ".join(x.text for x in s.turns[since + 1 : tr.index + 1])
+            if over_us is not None and not person_markers(went_on):
                 # a greeting, a pause that gave the verdict, then a menu said before we
-                # spoke or over us: timing is the strong evidence that corrects it
+                # spoke or over us: timing is the strong evidence that corrects it. A
+                # person's phrase before the verdict does not hold it ("How can we help
+                # you today? For checking, press 1."): a person who asks waits for us
                 cat = "machine-ivr" if keyed else _unkeyed_recording(tokens)
                 confidence = self.cfg.strong_evidence
                 reason = (
                     f"went on for {over_us:.1f} s from the answer without waiting for "
-                    f"us, nothing a person says in it; {reason}"
+                    f"us, nothing a person says after the verdict; {reason}"
                 )
             elif span is not None and keyed:
                 cat, confidence = "machine-ivr", 0.7

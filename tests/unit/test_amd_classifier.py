@@ -54,6 +54,9 @@ def test_person_markers_make_a_confident_human(text: str) -> None:
         # medical emergency" as whisper wrote it)
         "It's in a medical emergency.",
         "This is from the front office.",
+        # how one is, not who: no name
+        "for the service and runtime, I am certain you.",
+        "It is fine, it is done.",
     ],
 )
 def test_words_without_person_markers_are_an_unsure_human(text: str) -> None:

@@ -575,6 +575,24 @@ def test_one_stretch_or_a_machines_words_after_we_answered_keep_the_screener(
     assert call.detector.stage == "machine-screening"
 
 
+@pytest.mark.parametrize(
+    ("opening", "stage"),
+    [
+        # a business's welcome in the piece before: a speech menu's prompt
+        ("Welcome to SkyCable.", "machine-ivr"),
+        # a screener's own opening: still a screener
+        ("Hi, I'm a call assistant for Jamie.", "machine-screening"),
+    ],
+)
+def test_a_question_split_from_its_opening_is_read_with_it(opening: str, stage: str) -> None:
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.6, 2.0, opening)
+    call.say(2.4, 5.5, "If you were tell me why you're calling to me.")
+    call.run_until(8.0)
+    assert call.detector.stage == stage
+
+
 def test_okay_alone_does_not_move_the_call_out_of_screening() -> None:
     call = Timeline()
     call.answered(0.0)
@@ -1126,6 +1144,22 @@ def test_words_that_go_on_before_we_speak_after_a_person_verdict_are_a_recording
     last = call.predictions[-1]
     assert (last.category, last.stage, last.provisional) == ("machine-ivr", "machine-ivr", False)
     assert "without waiting for us" in last.reason
+
+
+def test_a_persons_question_then_a_menu_before_we_speak_is_a_recording() -> None:
+    # "How can we help you today?" gave a person's verdict; a person who asks waits
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.7, 3.6, "Hi, and for calling Cobalt Man.")
+    call.say(3.8, 5.5, "How can we help you, Kameh?")
+    call.run_until(6.05)
+    assert call.predictions[-1].category == "human"
+    call.say(6.1, 8.8, "for checking and saving prep one")
+    call.say(8.9, 11.2, "For Tremit Khan, Preffu")
+    call.run_until(14.0)
+    last = call.predictions[-1]
+    assert (last.category, last.stage) == ("machine-ivr", "machine-ivr")
+    assert "nothing a person says after the verdict" in last.reason
 
 
 def test_a_person_who_goes_on_with_a_persons_words_or_answers_us_stays_a_person() -> None:
