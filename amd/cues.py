@@ -246,6 +246,17 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
                 and tokens[i + 3].isdigit()
             )
         ]
+        # or a prompt that opens the words with a service in a language ("For service
+        # in English, ...", "For assistance in Spanish"), the rest lost: nobody
+        # answers a call so ("for me in English?" asks something of us)
+        chosen += [
+            i
+            for i in offered
+            if tokens[i] == "in"
+            and tokens[:1] == ["for"]
+            and 2 <= i <= 4
+            and not set(tokens[1:i]) & _PRONOUNS
+        ]
         # or a language right before its key verb and key, however the preposition
         # before it came out ("the English present, one", "in the English prayer one",
         # "Foreign English, prezuan": the key glued to its verb)
@@ -316,6 +327,9 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
             cues.append(("machine-ivr", "menu prompt: a business says what to say", start, 1.0))
     return cues
 
+
+#: Who a "for ... in English" is for when it asks something of us, not a service.
+_PRONOUNS = frozenset("me you us him her them it this that".split())
 
 #: Plain words that select but are no key verb ("English, stay on the line").
 _SELECT_WORDS = frozenset({"stay", "remain", "hold"})

@@ -150,6 +150,9 @@ def test_a_damaged_reading_adds_nothing_where_the_words_match_as_said() -> None:
         "Welcome to First Coast Man. For English, class 1!",
         # or glued to its key, the preposition lost (espeak-ng en-gb-scotland)
         "We'll come to the first course, man. Foreign English, prezuan, paraspan, yol.",
+        # a service in a language opening the words, the rest lost (espeak-ng en-gb)
+        "For term is in English.",
+        "For assistance in Spanish, um.",
         # a business welcome, then the screener-like ask of a speech menu
         "Welcome to SkyCable, and a few words tell me why you're calling today.",
         "Thanks for calling Northwind Travel. Briefly tell me what you need.",
@@ -170,6 +173,10 @@ def test_what_the_recogniser_keeps_of_language_and_speech_menus_is_a_menu(text: 
         ("Hello? Yes, I speak English, please hold on.", "wait"),
         ("Please state your name and tell me why you are calling.", "machine-screening"),
         ("Thanks for calling Oakridge Pharmacy, this is Devon.", None),
+        # asked of us, or not at the start of the words
+        ("For me in English, please?", None),
+        ("Can you say that for me in English?", None),
+        ("Yeah, for the record in English class we did that.", None),
     ],
 )
 def test_a_language_or_a_welcome_alone_is_no_menu(text: str, category: str | None) -> None:
