@@ -892,7 +892,7 @@ class AmdDetector:
                     answers_us
                     and this is not None
                     and self._gatekeeper_asked()
-                    and is_acknowledgment(this.text)
+                    and (is_acknowledgment(this.text) or _brief(this.text))
                 )
                 if acknowledged:
                     s.confirm_due = False
@@ -1020,6 +1020,23 @@ def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
     or a mailbox phrase still makes it a voicemail (both are strong evidence).
     """
     return "machine-vm" if _MAILBOX_WORDS.intersection(tokens) else "machine-ivr"
+
+
+#: Words of a short reply that are a person's answer or parting, not a garbled "Got it".
+_ANSWERS = frozenset("yes yeah yep no nope hello hi hey bye goodbye speaking".split())
+
+
+def _brief(text: str) -> bool:
+    """Two words at most, no question, no person's phrase, no answer or parting
+    ("Okay, bye."): what the recogniser made of a screener's acknowledgment ("Got
+    eaten." for "Got it.") as often as of a person's, so it proves nobody."""
+    said = words(text)
+    return (
+        "?" not in text
+        and len(said) <= 2
+        and not _ANSWERS.intersection(said)
+        and not person_markers(text)
+    )
 
 
 def _only_an_opening(said: str) -> bool:

@@ -348,10 +348,12 @@ def gatekeeper() -> Timeline:
     return call
 
 
-def test_an_acknowledgment_of_our_name_does_not_confirm_a_gatekeepers_person() -> None:
-    """A screener says "Got it." and rolls over to a mailbox; the mailbox corrects it."""
+@pytest.mark.parametrize("ack", ["Got it.", "Got eaten."])
+def test_an_acknowledgment_of_our_name_does_not_confirm_a_gatekeepers_person(ack: str) -> None:
+    """A screener says "Got it." and rolls over to a mailbox; the mailbox corrects it.
+    Two words the recogniser garbled ("Got eaten.") prove no more than it."""
     call = gatekeeper()
-    call.say(10.5, 11.0, "Got it.")
+    call.say(10.5, 11.0, ack)
     call.run_until(11.6)
     assert call.completions == [] and call.detector.provisional
     call.say(12.0, 16.0, "Jamie's busy at the moment. You can leave a message after the tone.")
@@ -362,7 +364,8 @@ def test_an_acknowledgment_of_our_name_does_not_confirm_a_gatekeepers_person() -
 
 
 @pytest.mark.parametrize(
-    "reply", ["Yes, this is Jamie. What can I do for you?", "Sure, go ahead.", "Okay, bye."]
+    "reply",
+    ["Yes, this is Jamie. What can I do for you?", "Sure, go ahead.", "Okay, bye.", "Yeah."],
 )
 def test_a_gatekeepers_person_who_says_more_than_an_acknowledgment_is_confirmed(
     reply: str,
