@@ -646,7 +646,9 @@ class AmdDetector:
         phrase, however weak (a screener's, a mailbox's, a hold phrase).
 
         A stretch begins after the agent's turn or after a pause of
-        ``long_greeting_silence``; pieces of one stretch count once.
+        ``long_greeting_silence``; pieces of one stretch count once, and brief words
+        ("Got it.", which a screener says before it rolls over to a mailbox) not at
+        all.
         """
         s = self.s
         asked = max(
@@ -669,7 +671,8 @@ class AmdDetector:
                 continue
             if x.verdict is not None:
                 return False
-            if not (x.follows_on or x.overlapped):
+            # "Got it." is what a screener says before it rolls over to a mailbox
+            if not (x.follows_on or x.overlapped or is_acknowledgment(x.text) or _brief(x.text)):
                 stretches += 1
         return stretches >= 2
 

@@ -566,6 +566,8 @@ def test_a_callee_who_speaks_twice_after_we_answered_the_screener_is_the_person(
         [(19.0, 20.5, "below. So, I need to learn.")],
         # two pieces of one stretch of speech count once
         [(19.0, 20.5, "below. So, I need to learn."), (20.9, 22.0, "and then the other.")],
+        # the screener's "Got it." then a mailbox's greeting whose words were lost
+        [(19.0, 19.6, "Got it."), (21.0, 25.0, "Jamie's busy at them, you can leave him at her.")],
         # the screener asked again: we have not answered that yet
         [(19.0, 21.0, "Sorry, please say your name again."), (26.0, 27.5, "and a more.")],
     ],
