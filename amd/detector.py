@@ -659,9 +659,9 @@ class AmdDetector:
             ),
             default=None,
         )
-        if asked is None or s.turns[asked].end is None:
+        asked_end = s.turns[asked].end if asked is not None else None
+        if asked is None or asked_end is None:
             return False
-        asked_end = s.turns[asked].end
         answered = next((e for e in s.agent_ends if e > asked_end), None)
         if answered is None or turn.start is None or turn.start < answered:
             return False
