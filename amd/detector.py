@@ -772,9 +772,8 @@ class AmdDetector:
     ) -> float | None:
         """The callee's speech from the answer to the end of ``turn``, if it lasted
         ``seconds`` (``monologue_seconds`` if not given) or more with every pause
-        shorter than ``max_pause`` (and,
-        with ``over_us``, every turn after the first said before the agent first spoke
-        or over the agent); otherwise None."""
+        shorter than ``max_pause`` (and, with ``over_us``, every turn after the first
+        said before the agent first spoke or over the agent); otherwise None."""
         run = self.s.turns[: turn.index + 1]
         first, end = run[0].start, turn.end
         least = self.cfg.monologue_seconds if seconds is None else seconds
