@@ -314,24 +314,28 @@ class AmdDetector:
         # phrases in this turn; a phrase the recogniser split across two segments
         # ("please leave" / "a message after the tone") is read from the pair
         turn.verdict = classify_phrases([text], window=1)
-        if (turn.verdict is None or turn.verdict.strength <= HINT_WEIGHT) and index > 0:
-            pair = classify_phrases([f"{s.turns[index - 1].text} {text}"], window=1)
+        weak = turn.verdict is None or turn.verdict.strength <= HINT_WEIGHT
+        screener = turn.verdict is not None and turn.verdict.category == "machine-screening"
+        pair = (
+            classify_phrases([f"{s.turns[index - 1].text} {text}"], window=1)
+            if index > 0 and (weak or screener)
+            else None
+        )
+        if weak and pair is not None and pair.strength > HINT_WEIGHT:
             before = classify_phrases([s.turns[index - 1].text], window=1)
-            new_strong = pair is not None and pair.strength > HINT_WEIGHT
-            if new_strong and (before is None or set(pair.phrases) - set(before.phrases)):  # type: ignore[union-attr]
+            if before is None or set(pair.phrases) - set(before.phrases):
                 turn.verdict = pair
         if (
-            turn.verdict is not None
-            and turn.verdict.category == "machine-screening"
-            and index > 0
+            screener
+            and pair is not None
+            and pair.category == "machine-ivr"
+            and pair.strength > HINT_WEIGHT
             and (turn.start == s.turns[index - 1].start or turn.follows_on)
         ):
             # pieces of one stretch of speech: "Welcome to Sky Cable." then "Tell me
             # why you're calling": a business's welcome before the question
             # makes it a speech menu's prompt, which the pair reads (amd/cues.py)
-            pair = classify_phrases([f"{s.turns[index - 1].text} {text}"], window=1)
-            if pair is not None and pair.category == "machine-ivr" and pair.strength > HINT_WEIGHT:
-                turn.verdict = pair
+            turn.verdict = pair
         if (turn.verdict is None or turn.verdict.strength <= HINT_WEIGHT) and len(
             normalise(fuller).split()
         ) > len(normalise(text).split()):
@@ -469,9 +473,7 @@ class AmdDetector:
             said = " ".join(x.text for x in s.turns[: tr.index + 1])
             tokens = words(said)
             keyed = keyed_option(tokens)
-            since = s.provisional_turn if s.provisional_turn is not None else tr.index
-            went_on = " ".join(x.text for x in s.turns[since + 1 : tr.index + 1])
-            if over_us is not None and not person_markers(went_on):
+            if over_us is not None and not person_markers(self._said_since_verdict(tr)):
                 # a greeting, a pause that gave the verdict, then a menu said before we
                 # spoke or over us: timing is the strong evidence that corrects it. A
                 # person's phrase before the verdict does not hold it ("How can we help
@@ -672,9 +674,15 @@ class AmdDetector:
             if x.verdict is not None:
                 return False
             # "Got it." is what a screener says before it rolls over to a mailbox
-            if not (x.follows_on or x.overlapped or is_acknowledgment(x.text) or _brief(x.text)):
+            if not (x.follows_on or x.overlapped or _acknowledges(x.text)):
                 stretches += 1
         return stretches >= 2
+
+    def _said_since_verdict(self, turn: _Turn) -> str:
+        """What the callee said after the provisional person's turn, up to ``turn``."""
+        since = self.s.provisional_turn
+        start = since + 1 if since is not None else turn.index + 1
+        return " ".join(x.text for x in self.s.turns[start : turn.index + 1])
 
     def _said_before_agent(self, turn: _Turn) -> bool:
         """Whether ``turn``'s speech began before the agent first spoke to the provisional
@@ -894,7 +902,7 @@ class AmdDetector:
                     answers_us
                     and this is not None
                     and self._gatekeeper_asked()
-                    and (is_acknowledgment(this.text) or _brief(this.text))
+                    and _acknowledges(this.text)
                 )
                 if acknowledged:
                     s.confirm_due = False
@@ -1028,10 +1036,13 @@ def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
 _ANSWERS = frozenset("yes yeah yep no nope hello hi hey bye goodbye speaking".split())
 
 
-def _brief(text: str) -> bool:
-    """Two words at most, no question, no person's phrase, no answer or parting
-    ("Okay, bye."): what the recogniser made of a screener's acknowledgment ("Got
-    eaten." for "Got it.") as often as of a person's, so it proves nobody."""
+def _acknowledges(text: str) -> bool:
+    """Whether ``text`` proves nobody: a bare acknowledgment ("Got it."), or two words
+    at most with no question, no person's phrase and no answer or parting ("Okay,
+    bye."), what the recogniser made of an acknowledgment ("Got eaten.") as often as
+    of anything else."""
+    if is_acknowledgment(text):
+        return True
     said = words(text)
     return (
         "?" not in text
