@@ -64,6 +64,15 @@ MIN_WINDOW = 2
 #: redone with the full window when it has more words per second than this
 MAX_TOKENS_PER_SECOND = 8
 MAX_WORDS_PER_SECOND = 5
+#: a decode without timestamp tokens that heard some words, but fewer than this per
+#: second of audio past its first :data:`SPARSE_SLACK` seconds (the VAD's padding and
+#: trailing silence), left words out: it is done again with timestamp tokens. Speech
+#: runs at 2.5 to 3.5 words a second; the decodes that lost words ran at 0.6 to 1.7
+#: (docs/decisions.md, "A decode that heard too few words is done again").
+MIN_WORDS_PER_SECOND = 2.0
+SPARSE_SLACK = 1.0
+#: shorter audio is never taken for sparse: a word or two and a breath is a whole turn
+SPARSE_MIN_SECONDS = 3.0
 #: faster-whisper's default temperatures, tried in turn with ``temperature_fallback``
 FALLBACK_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 _DECODE_LOCK = threading.Lock()
@@ -341,6 +350,10 @@ def decode_blocking(
 ) -> Decoded:
     """Transcribe float32 16 kHz mono audio in one call (blocking: run it in an executor).
 
+    A decode without timestamp tokens that heard too few words for the audio's length
+    (:func:`looks_sparse`) is done again with them, and the one that heard more is
+    kept.
+
     Args:
         model: the loaded model.
         audio: the samples.
@@ -357,6 +370,47 @@ def decode_blocking(
         return Decoded("", 0.0)
     seconds = len(audio) / WHISPER_SAMPLE_RATE
     temperatures = FALLBACK_TEMPERATURES if temperature_fallback else (0.0,)
+
+    def decode(stamped: bool, fitted: bool) -> Decoded:
+        return _decode_windowed(
+            model,
+            audio,
+            language,
+            beam_size,
+            prompt,
+            stamped,
+            temperatures,
+            fit_window=fitted,
+        )
+
+    heard = decode(timestamps, fit_window)
+    if timestamps or not looks_sparse(heard.text, seconds):
+        return heard
+    # Without timestamp tokens Whisper may end a decode early or skip a stretch of
+    # speech it reads badly: "Please try again later." for six seconds of a carrier's
+    # recording, only the welcome of a fourteen-second menu. Decoding with timestamp
+    # tokens in Whisper's own window walks the audio segment by segment and finds the
+    # words that were left out (a fitted window lost them again on phone audio); the
+    # decode that heard more words is kept, unless it loops.
+    walked = decode(True, False)
+    if word_count(walked.text) > word_count(heard.text) and not looks_looped(walked.text, seconds):
+        return walked
+    return heard
+
+
+def _decode_windowed(
+    model: WhisperModel,
+    audio: np.ndarray,
+    language: str,
+    beam_size: int,
+    prompt: str | None,
+    timestamps: bool,
+    temperatures: tuple[float, ...],
+    *,
+    fit_window: bool,
+) -> Decoded:
+    """One decode in the fitted window, done again in the full one when it went wrong."""
+    seconds = len(audio) / WHISPER_SAMPLE_RATE
 
     def decode(prompt: str | None, window: int | None, max_new_tokens: int | None) -> Decoded:
         return _decode(
@@ -397,6 +451,23 @@ def decode_blocking(
 def norm_word(word: str) -> str:
     """A word without case or punctuation, to compare two decodes' words."""
     return "".join(c for c in word.lower() if c.isalnum())
+
+
+def word_count(text: str) -> int:
+    """Words in a decode: tokens with a letter or digit ("..." is none)."""
+    return sum(1 for w in text.split() if norm_word(w))
+
+
+def looks_sparse(text: str, seconds: float) -> bool:
+    """Whether a decode of ``seconds`` of audio heard too few words for its length.
+
+    Only a decode that heard something counts: audio that decodes empty is music, a
+    tone or noise, and a second look would only invent words there.
+    """
+    if seconds < SPARSE_MIN_SECONDS:
+        return False
+    words = word_count(text)
+    return 0 < words < MIN_WORDS_PER_SECOND * (seconds - SPARSE_SLACK)
 
 
 def _token_cap(seconds: float) -> int:

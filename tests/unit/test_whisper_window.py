@@ -205,3 +205,113 @@ def test_a_prompted_decode_that_loops_in_both_windows_is_done_once_more_without_
     assert asked[1] == (prompt, None)  # the full window, with the prompt
     if decodes == 3:
         assert asked[2] == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds", "sparse"),
+    [
+        # a carrier's recording of almost five seconds, decoded as its last sentence
+        ("Please help and try again.", 4.8, True),
+        ("Please try again later. Goodbye.", 7.7, True),
+        # ordinary speech: two and a half words a second or more
+        ("The number you have dialed is not a valid number. Please try again.", 4.8, False),
+        ("Hi, this is Tom. I'm not around right now, so leave a message.", 5.0, False),
+        # short audio is a whole turn whatever it holds
+        ("Yes.", 2.9, False),
+        # nothing heard is music, a tone or noise: not words left out
+        ("", 6.0, False),
+        ("... ... ...", 6.0, False),
+    ],
+)
+def test_a_decode_with_too_few_words_for_its_audio_reads_as_sparse(
+    text: str, seconds: float, sparse: bool
+) -> None:
+    from agent.models.whisper_stt import looks_sparse
+
+    assert looks_sparse(text, seconds) is sparse
+
+
+def test_word_count_counts_only_tokens_with_letters_or_digits() -> None:
+    from agent.models.whisper_stt import word_count
+
+    assert word_count("Press 1 ... for sales -") == 4
+    assert word_count("") == 0
+
+
+@pytest.mark.parametrize(
+    ("plain", "stamped", "expected", "decodes"),
+    [
+        # the decode without timestamps ended early: the stamped one walked the audio
+        (
+            "Please try again later.",
+            "The subscriber is not available. Please try again later.",
+            "The subscriber is not available.",
+            2,
+        ),
+        # the stamped decode heard no more: the first one stands
+        ("Please try again later.", "Please try again later.", "Please try again later.", 2),
+        # the stamped decode loops: the first one stands
+        ("Please try again later.", "Please hold. " * 12, "Please try again later.", 2),
+        # enough words for the audio: no second decode
+        (
+            "The number you have dialed is not in service. Please try again.",
+            "unused",
+            "The number you have dialed",
+            1,
+        ),
+    ],
+)
+def test_a_decode_that_heard_too_few_words_is_done_again_with_timestamps_in_the_full_window(
+    monkeypatch: pytest.MonkeyPatch, plain: str, stamped: str, expected: str, decodes: int
+) -> None:
+    import numpy as np
+
+    from agent.models import whisper_stt
+
+    asked: list[tuple[bool, int | None]] = []
+
+    def fake(*args: object, window: int | None, max_new_tokens: int | None) -> object:
+        timestamps = args[5]
+        assert isinstance(timestamps, bool)
+        asked.append((timestamps, window))
+        return whisper_stt.Decoded(stamped if timestamps else plain, 0.4)
+
+    monkeypatch.setattr(whisper_stt, "_decode", fake)
+    got = whisper_stt.decode_blocking(
+        object(),  # type: ignore[arg-type]
+        np.zeros(5 * whisper_stt.WHISPER_SAMPLE_RATE, dtype=np.float32),
+        language="en",
+        beam_size=5,
+        fit_window=True,
+    )
+    assert got.text.startswith(expected)
+    assert len(asked) == decodes
+    assert asked[0] == (False, 8)  # the fitted window: ceil(5 s + 3 s pad)
+    if decodes == 2:
+        assert asked[1] == (True, None)  # timestamps, Whisper's own window
+
+
+def test_a_caller_who_asked_for_timestamps_gets_one_decode_however_few_its_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import numpy as np
+
+    from agent.models import whisper_stt
+
+    asked: list[bool] = []
+
+    def fake(*args: object, window: int | None, max_new_tokens: int | None) -> object:
+        asked.append(bool(args[5]))
+        return whisper_stt.Decoded("Yes.", 0.4)
+
+    monkeypatch.setattr(whisper_stt, "_decode", fake)
+    got = whisper_stt.decode_blocking(
+        object(),  # type: ignore[arg-type]
+        np.zeros(9 * whisper_stt.WHISPER_SAMPLE_RATE, dtype=np.float32),
+        language="en",
+        beam_size=5,
+        timestamps=True,
+        fit_window=True,
+    )
+    assert got.text == "Yes."
+    assert asked == [True]
