@@ -46,6 +46,10 @@ logger = logging.getLogger("amd")
 
 __all__ = ["AmdActor", "ToneListener"]
 
+#: interim readings kept per utterance for the detector (an interim every 0.7 s of
+#: speech: a minute of it)
+MAX_READINGS = 90
+
 #: Dual tones that are call progress, not voicemail beeps: ringback, busy, dial tone.
 _PROGRESS_PAIRS = ((440.0, 480.0), (480.0, 620.0), (350.0, 440.0), (400.0, 450.0))
 #: Ringback: North American (440 + 480 Hz, 2 s on) and British (400 + 450 Hz, 0.4 s bursts).
@@ -274,8 +278,8 @@ class AmdActor(Actor):
         self.lexical = LexicalAmdModel(short_words=self.cfg.short_greeting_words)
         self.classifier = classifier or self.lexical
         self.speech_end_offset = speech_end_offset
-        # the longest interim reading of the utterance being transcribed
-        self._interim = ""
+        # the interim readings of the utterance being transcribed, each once
+        self._readings: dict[str, None] = {}
         self.tones = ToneListener(sample_rate, self.cfg, bus.publish, call_id)
         self.answered_at: float | None = None
         bus.subscribe(self.SUBSCRIBES, self)
@@ -303,11 +307,13 @@ class AmdActor(Actor):
             case "user_speech_stopped":
                 out = d.speech_stopped(msg.at, msg.at - self.speech_end_offset)
             case "user_transcript" if msg.final:
-                out = d.transcript(t, msg.text, fuller=self._interim)
-                self._interim = ""
+                out = d.transcript(t, msg.text, readings=tuple(self._readings))
+                self._readings = {}
             case "user_transcript":
-                if len(msg.text.split()) >= len(self._interim.split()):
-                    self._interim = msg.text
+                self._readings[msg.text] = None
+                if len(self._readings) > MAX_READINGS:
+                    # the oldest reading goes: the latest cover most of the utterance
+                    del self._readings[next(iter(self._readings))]
             case "agent_speech_started":
                 out = d.agent_speech_started(t)
             case "agent_turn_completed":

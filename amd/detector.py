@@ -37,6 +37,7 @@ Timeouts: no callee words for ``no_speech_timeout`` settles the call as
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agent.core.messages import AmdCategory, FinalAmdCategory
@@ -280,16 +281,18 @@ class AmdDetector:
                 turn.end = s.last_speech_end
         return [*self._arm_settle(), *self._maybe_confirm(t)]
 
-    def transcript(self, t: float, text: str, fuller: str = "") -> list[Output]:
+    def transcript(self, t: float, text: str, readings: Sequence[str] = ()) -> list[Output]:
         """A final transcript of callee speech.
 
         Args:
             t: Now.
             text: The final transcript.
-            fuller: The longest interim reading of the same utterance, if any. Whisper's
-                final pass over a long utterance sometimes drops its tail ("... find us
-                online at baygas.com" where the interim had "..., press one now"); a
-                menu read in the dropped words counts.
+            readings: The interim readings of the same utterance, if any. Each is
+                another decode of the same audio, and Whisper's final pass sometimes
+                loses what one of them read ("... find us online at baygas.com" where
+                an interim had "..., press one now"; "The moment for new economy is
+                reached" where one had "The mobile phone you are calling is switched
+                off"); a menu or a carrier's state read in any of them counts.
         """
         s = self.s
         text = clean_transcript(text)
@@ -336,13 +339,8 @@ class AmdDetector:
             # why you're calling": a business's welcome before the question
             # makes it a speech menu's prompt, which the pair reads (amd/cues.py)
             turn.verdict = pair
-        if (turn.verdict is None or turn.verdict.strength <= HINT_WEIGHT) and len(
-            normalise(fuller).split()
-        ) > len(normalise(text).split()):
-            dropped = classify_phrases([fuller], window=1)
-            # only a menu: an interim's voicemail words are too weak to risk a person
-            if dropped is not None and dropped.category == "machine-ivr":
-                turn.verdict = dropped if dropped.strength > HINT_WEIGHT else turn.verdict
+        if turn.verdict is None or turn.verdict.strength <= HINT_WEIGHT:
+            turn.verdict = _read_in_interims(readings) or turn.verdict
         if turn.verdict is not None and turn.verdict.strength > HINT_WEIGHT:
             turn.settled = True
             out += self._predict_phrase(t, turn)
@@ -1033,6 +1031,22 @@ def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
 
 
 #: Words of a short reply that are a person's answer or parting, not a garbled "Got it".
+#: What an interim reading alone may show: a menu or a carrier's state. A mailbox's
+#: words read only in an interim are too weak to risk a person on.
+_INTERIM_CATEGORIES: frozenset[AmdCategory] = frozenset({"machine-ivr", "machine-unavailable"})
+
+
+def _read_in_interims(readings: Sequence[str]) -> PhraseVerdict | None:
+    """The strongest menu or carrier verdict any interim reading holds, or None."""
+    found = (classify_phrases([reading], window=1) for reading in dict.fromkeys(readings))
+    strong = [
+        v
+        for v in found
+        if v is not None and v.category in _INTERIM_CATEGORIES and v.strength > HINT_WEIGHT
+    ]
+    return max(strong, key=lambda v: v.strength, default=None)
+
+
 _ANSWERS = frozenset("yes yeah yep no nope hello hi hey bye goodbye speaking".split())
 
 

@@ -797,7 +797,7 @@ def test_a_menu_in_the_words_the_final_transcript_dropped_counts() -> None:
         "Hello, and thank you for calling Bay Area Gas. You can also find us online "
         "at Bay Gas.com if you fail gas, press one now for billing."
     )
-    call._at(10.03, call.detector.transcript, heard, interim)
+    call._at(10.03, call.detector.transcript, heard, ("Hello, and thank you.", interim))
     assert call.detector.stage == "machine-ivr"
 
 
@@ -807,7 +807,10 @@ def test_voicemail_words_only_an_interim_read_do_not_count() -> None:
     call._at(0.5, call.detector.speech_started)
     call._at(3.0, call.detector.speech_stopped, 3.0)
     call._at(
-        3.03, call.detector.transcript, "Hi, this is Dana.", "Hi, this is Dana, leave a message."
+        3.03,
+        call.detector.transcript,
+        "Hi, this is Dana.",
+        ("Hi, this is Dana, leave a message.",),
     )
     assert call.detector.stage != "machine-vm"
     call.run_until(5.0)
@@ -1182,3 +1185,31 @@ def test_a_person_who_goes_on_with_a_persons_words_or_answers_us_stays_a_person(
     call.say(6.2, 11.5, "For claim, print one, for a new world, crypto, print me a road.")
     call.run_until(14.0)
     assert all(p.category == "human" for p in call.predictions)
+
+
+def test_a_carrier_state_an_interim_read_counts_when_the_final_lost_it() -> None:
+    """espeak-ng en-029: the final pass garbled what two interims had read clearly."""
+    call = Timeline()
+    call.answered(0.0)
+    call._at(0.4, call.detector.speech_started)
+    call._at(5.0, call.detector.speech_stopped, 5.0)
+    readings = (
+        "I'm all grateful.",
+        "The mobile phone you are calling is switched off",
+        "The mobile phone you are calling is switched off outside the company.",
+    )
+    heard = "The moment for new economy is reached up on outside the company area."
+    call._at(5.03, call.detector.transcript, heard, readings)
+    assert call.detector.stage == "machine-unavailable"
+
+
+def test_a_person_whose_interims_hold_no_menu_or_carrier_words_stays_a_person() -> None:
+    call = Timeline()
+    call.answered(0.0)
+    call._at(0.5, call.detector.speech_started)
+    call._at(3.0, call.detector.speech_stopped, 3.0)
+    # an interim a carrier would say only as a hint, and a mailbox's words
+    readings = ("Hello, try again later.", "Hi, this is Dana, leave a message.")
+    call._at(3.03, call.detector.transcript, "Hi, this is Dana speaking.", readings)
+    call.run_until(5.0)
+    assert call.predictions[-1].category == "human"
