@@ -551,6 +551,11 @@ TONE_ONLY: frozenset[str] = frozenset(
 #: ("has not set up their voicemail box").
 NAMES_THE_MAILBOX: frozenset[str] = frozenset({"voicemail box", "reached the voicemail"})
 
+#: Carrier hints that send the caller away: said with a mailbox that is only named,
+#: they mean no message can be left ("... has not set up their voicemail box yet.
+#: Please try again later."); a greeting that takes messages asks for one.
+SENDS_AWAY: frozenset[str] = frozenset({"try again later"})
+
 #: Labels of carrier-intercept cues (amd/cues.py) start with this.
 CARRIER_CUE = "carrier:"
 
@@ -606,6 +611,10 @@ def classify_phrases(history: Sequence[str], *, window: int = 4) -> PhraseVerdic
     5. ``machine-vm``: a plain voicemail greeting.
     6. ``wait``: a hold.
 
+    A voicemail verdict whose phrases only name the mailbox ("voicemail box"),
+    said with a hint that sends the caller away ("try again later"), is
+    ``machine-unavailable``: no message can be left.
+
     The order is applied first to strong phrases only, then, if none matched,
     to hints as well; so a hint ("the number you have dialed") never outranks a
     strong phrase of a lower category ("leave a message"), and a hint-only
@@ -628,6 +637,12 @@ def classify_phrases(history: Sequence[str], *, window: int = 4) -> PhraseVerdic
     if decided is None:
         return None
     category, used = decided
+    sent_away = [h for h in hits if h.phrase in SENDS_AWAY]
+    if category == "machine-vm" and sent_away and all(h.phrase in NAMES_THE_MAILBOX for h in used):
+        # the mailbox is named, no message is asked for, and the caller is sent away:
+        # the carrier saying that no message can be left; the mailbox's words carry
+        # the strength the hint alone lacks
+        category, used = "machine-unavailable", [*used, *sent_away]
     return PhraseVerdict(
         category=category,
         strength=max(h.strength for h in used),

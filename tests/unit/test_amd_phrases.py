@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from amd.fsm import StageMachine
-from amd.phrases import classify_phrases, match, normalise
+from amd.phrases import HINT_WEIGHT, classify_phrases, match, normalise
 
 
 def _cats(text: str) -> set[str]:
@@ -248,3 +248,33 @@ def test_precedence_unavailable_over_voicemail_and_ivr() -> None:
     assert _verdict("Leave a message after the tone, or press 1 for more options.") == "machine-vm"
     # ...but a menu with several options is a menu
     assert _verdict("To leave a message press 1. For the operator press 0.") == "machine-ivr"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # en-gb-scotland and gbclan once the sparse decode was done again
+        "Let's try my new handhelds and not fit up my voicemail box yet. Please try again later.",
+        "Let's try a new thumbnail to not handle my voicemail box yet. Please try again later.",
+    ],
+)
+def test_a_named_mailbox_and_a_send_away_is_a_carrier_not_a_voicemail(text: str) -> None:
+    verdict = classify_phrases([text], window=1)
+    assert verdict is not None
+    assert verdict.category == "machine-unavailable"
+    assert verdict.strength > HINT_WEIGHT
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a greeting that takes messages stays a voicemail, send-away or not
+        "You have reached the voicemail box of Dana. Leave a message or try again later.",
+        # a named mailbox alone is a voicemail
+        "You have reached the voicemail box of Dana.",
+    ],
+)
+def test_a_mailbox_that_takes_messages_or_sends_nobody_away_stays_a_voicemail(text: str) -> None:
+    verdict = classify_phrases([text], window=1)
+    assert verdict is not None
+    assert verdict.category == "machine-vm"
