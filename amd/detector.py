@@ -340,7 +340,7 @@ class AmdDetector:
             # makes it a speech menu's prompt, which the pair reads (amd/cues.py)
             turn.verdict = pair
         if turn.verdict is None or turn.verdict.strength <= HINT_WEIGHT:
-            turn.verdict = _read_in_interims(readings) or turn.verdict
+            turn.verdict = _read_in_interims(readings, text) or turn.verdict
         if turn.verdict is not None and turn.verdict.strength > HINT_WEIGHT:
             turn.settled = True
             out += self._predict_phrase(t, turn)
@@ -1036,9 +1036,16 @@ def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
 _INTERIM_CATEGORIES: frozenset[AmdCategory] = frozenset({"machine-ivr", "machine-unavailable"})
 
 
-def _read_in_interims(readings: Sequence[str]) -> PhraseVerdict | None:
-    """The strongest menu or carrier verdict any interim reading holds, or None."""
-    found = (classify_phrases([reading], window=1) for reading in dict.fromkeys(readings))
+def _read_in_interims(readings: Sequence[str], final: str) -> PhraseVerdict | None:
+    """The strongest menu or carrier verdict any interim reading holds, or None.
+
+    A reading whose words the final says too, in the same order, holds nothing the
+    final lacks and is not read again: a person's interims are mostly the start of
+    their final, so reading them costs the event loop almost nothing.
+    """
+    said = f" {normalise(final)} "
+    others = (r for r in dict.fromkeys(readings) if f" {normalise(r)} " not in said)
+    found = (classify_phrases([reading], window=1) for reading in others)
     strong = [
         v
         for v in found

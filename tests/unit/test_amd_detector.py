@@ -1213,3 +1213,22 @@ def test_a_person_whose_interims_hold_no_menu_or_carrier_words_stays_a_person() 
     call._at(3.03, call.detector.transcript, "Hi, this is Dana speaking.", readings)
     call.run_until(5.0)
     assert call.predictions[-1].category == "human"
+
+
+def test_a_reading_the_final_says_in_full_is_not_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from amd import detector
+
+    read: list[str] = []
+    real = detector.classify_phrases
+
+    def spy(history: list[str], *, window: int = 4) -> object:
+        read.append(history[0])
+        return real(history, window=window)
+
+    monkeypatch.setattr(detector, "classify_phrases", spy)
+    readings = ("Hello,", "Hello, who is", "Hello, who is this", "For billing, press one for")
+    verdict = detector._read_in_interims(readings, "Hello, who is this? For billing.")
+    assert read == ["For billing, press one for"]
+    assert verdict is not None and verdict.category == "machine-ivr"
