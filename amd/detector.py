@@ -1030,7 +1030,6 @@ def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
     return "machine-vm" if _MAILBOX_WORDS.intersection(tokens) else "machine-ivr"
 
 
-#: Words of a short reply that are a person's answer or parting, not a garbled "Got it".
 #: What an interim reading alone may show: a menu or a carrier's state. A mailbox's
 #: words read only in an interim are too weak to risk a person on.
 _INTERIM_CATEGORIES: frozenset[AmdCategory] = frozenset({"machine-ivr", "machine-unavailable"})
@@ -1054,6 +1053,7 @@ def _read_in_interims(readings: Sequence[str], final: str) -> PhraseVerdict | No
     return max(strong, key=lambda v: v.strength, default=None)
 
 
+#: Words of a short reply that are a person's answer or parting, not a garbled "Got it".
 _ANSWERS = frozenset("yes yeah yep no nope hello hi hey bye goodbye speaking".split())
 
 

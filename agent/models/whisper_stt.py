@@ -453,9 +453,14 @@ def norm_word(word: str) -> str:
     return "".join(c for c in word.lower() if c.isalnum())
 
 
+def _spoken(text: str) -> list[str]:
+    """A decode's words, normalised: tokens with a letter or digit ("..." is none)."""
+    return [w for w in map(norm_word, text.split()) if w]
+
+
 def word_count(text: str) -> int:
     """Words in a decode: tokens with a letter or digit ("..." is none)."""
-    return sum(1 for w in text.split() if norm_word(w))
+    return len(_spoken(text))
 
 
 def looks_sparse(text: str, seconds: float) -> bool:
@@ -483,7 +488,7 @@ def looks_looped(text: str, seconds: float) -> bool:
     A caller does sometimes repeat themselves; then the cost is only a second
     decode, whose words are kept whatever they are.
     """
-    words = [w for w in map(norm_word, text.split()) if w]
+    words = _spoken(text)
     if len(words) > MAX_WORDS_PER_SECOND * seconds + 4:
         return True
     for n in range(1, 5):
