@@ -54,7 +54,7 @@ class AmdConfig(BaseModel):
     you for calling Baxter and Lowe.", "Welcome to ..."): a receptionist follows the
     welcome with their name or an offer to help, a person's phrase that keeps them a
     person; a recording goes on to what it has to say, and is taken for one from
-    this long."""
+    this long, before a verdict or over a provisional person's one."""
     human_confirm_window: float = Field(default=6.0, ge=0.0, le=30.0)
     """A fast "person" verdict is provisional this long (or until the callee's next
     turn): a beep or a voicemail take-over phrase in that time corrects it."""

@@ -749,19 +749,26 @@ class AmdDetector:
         no verdict was given yet; otherwise None."""
         if self.fsm.stage != "uncertain" or self.s.provisional_at is not None:
             return None
-        opening = words(" ".join(x.text for x in self.s.turns[: turn.index + 1]))
-        seconds = (
-            self.cfg.welcome_monologue_seconds
-            if opens_with_welcome(opening)
-            else self.cfg.monologue_seconds
+        return self._run(
+            turn, self.cfg.long_greeting_silence, over_us=False, seconds=self._too_long(turn)
         )
-        return self._run(turn, self.cfg.long_greeting_silence, over_us=False, seconds=seconds)
+
+    def _too_long(self, turn: _Turn) -> float:
+        """How long answering the call with speech up to ``turn`` takes to be a
+        recording's length: ``welcome_monologue_seconds`` if a business's welcome
+        opened it, ``monologue_seconds`` otherwise."""
+        opening = words(" ".join(x.text for x in self.s.turns[: turn.index + 1]))
+        if opens_with_welcome(opening):
+            return self.cfg.welcome_monologue_seconds
+        return self.cfg.monologue_seconds
 
     def _run_over_us(self, turn: _Turn) -> float | None:
         """How long the callee has talked, if a provisional person was decided on an
         earlier turn and every turn since the answer up to ``turn`` was said before
         the agent first spoke or over the agent, with pauses shorter than twice
-        ``long_greeting_silence``, for ``monologue_seconds`` or more; otherwise None.
+        ``long_greeting_silence``, for ``monologue_seconds`` or more
+        (``welcome_monologue_seconds`` if a business's welcome opened it); otherwise
+        None.
 
         A person who was given a verdict after their first sentence waits for us or
         answers us; a recording goes on with what it was saying.
@@ -771,7 +778,9 @@ class AmdDetector:
             return None
         if turn.index <= s.provisional_turn:
             return None
-        return self._run(turn, 2 * self.cfg.long_greeting_silence, over_us=True)
+        return self._run(
+            turn, 2 * self.cfg.long_greeting_silence, over_us=True, seconds=self._too_long(turn)
+        )
 
     def _run(
         self, turn: _Turn, max_pause: float, *, over_us: bool, seconds: float | None = None

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from amd.phrases import classify_phrases, match
+from amd.cues import opens_with_welcome
+from amd.phrases import classify_phrases, match, words
 from amd.tolerance import split_glued, word_quality
 
 
@@ -181,3 +182,23 @@ def test_what_the_recogniser_keeps_of_language_and_speech_menus_is_a_menu(text: 
 )
 def test_a_language_or_a_welcome_alone_is_no_menu(text: str, category: str | None) -> None:
     assert _verdict(text) == category
+
+
+@pytest.mark.parametrize(
+    ("heard", "welcome"),
+    [
+        ("Welcome to First Coast Bank.", True),
+        ("Good morning and welcome to Harbor Dental.", True),
+        # "welcome to" split by the recogniser (espeak-ng en-029, whisper tiny.en)
+        ("Will come to first course hang.", True),
+        ("We'll come to the next hand, Lord, to reach someone's name.", True),
+        ("Well, come to Metro Wireless.", True),
+        ("Hi, and we will come to Pioneer Auto Group.", True),
+        # a person's promise, or the words anywhere but at the opening
+        ("I will come to you tomorrow.", False),
+        ("Oh hi, yes, I will come to the office.", False),
+        ("Hello, Dana speaking, we will come to it.", False),
+    ],
+)
+def test_a_welcome_opens_the_words_even_split_in_two(heard: str, welcome: bool) -> None:
+    assert opens_with_welcome(words(heard)) is welcome

@@ -1073,6 +1073,22 @@ def test_a_welcome_that_goes_on_without_a_persons_words_is_a_recording_sooner() 
     assert "5.8 s monologue" in first.reason
 
 
+def test_a_welcome_the_recogniser_split_in_two_goes_on_to_a_recording_sooner() -> None:
+    # espeak-ng en-029: "Welcome to Nexham. To reach someone by name, enter the first
+    # few letters of their last name." 6.5 s, its welcome heard as "we'll come to"
+    call = Timeline()
+    _garbled(
+        call,
+        "We'll come to the next hand, Lord, to reach someone's name, into the fourth "
+        "freely, and under the last name, Lord.",
+        7.3,
+    )
+    call.run_until(10.0)
+    first = call.predictions[0]
+    assert (first.category, first.stage) == ("machine-ivr", "machine-ivr")
+    assert "6.5 s monologue" in first.reason
+
+
 @pytest.mark.parametrize(
     ("text", "end"),
     [
@@ -1152,6 +1168,39 @@ def test_words_that_go_on_before_we_speak_after_a_person_verdict_are_a_recording
     last = call.predictions[-1]
     assert (last.category, last.stage, last.provisional) == ("machine-ivr", "machine-ivr", False)
     assert "without waiting for us" in last.reason
+
+
+@pytest.mark.parametrize(
+    ("greeting", "recording"),
+    [
+        # a business's welcome opened it: a recording from welcome_monologue_seconds
+        ("Thank you for calling right of insurance.", True),
+        # no welcome: 5.8 s is short of monologue_seconds
+        ("Right of insurance, main office.", False),
+    ],
+)
+def test_words_that_go_on_after_a_welcome_are_a_recording_sooner(
+    greeting: str, recording: bool
+) -> None:
+    """A language menu in a voice the recogniser garbles: "Welcome to First Coast
+    Bank. For English, press 1. Para espanol, oprima dos." came back as a welcome,
+    "for the English." (a person's verdict in the pause) and "Very fan, y'all.",
+    5.8 s in all. The welcome shortens the run that makes a recording, as it does
+    before any verdict."""
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.7, 3.0, greeting)
+    call.run_until(4.1)
+    assert call.predictions[0].category == "human" and call.predictions[0].provisional
+    call.agent(4.5, 8.5, "Hi, this is Sam from Acme Dental.")
+    call.say(4.2, 6.5, "Very fan, y'all.")
+    call.run_until(12.0)
+    last = call.predictions[-1]
+    if recording:
+        assert (last.category, last.stage) == ("machine-ivr", "machine-ivr")
+        assert "went on for 5.8 s" in last.reason
+    else:
+        assert all(p.category == "human" for p in call.predictions)
 
 
 def test_a_persons_question_then_a_menu_before_we_speak_is_a_recording() -> None:
