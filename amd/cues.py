@@ -131,6 +131,19 @@ _PROMPTS: tuple[tuple[str, ...], ...] = tuple(
         "return to the main menu",
         "to repeat these options",
         "repeat this menu",
+        # what whisper tiny.en keeps of "To repeat these options, press the star key"
+        # in 13 voices: "To repeat the option", "The repeating option", "to redeem the
+        # options", "press the key", "press master key" (docs/amd.md, fourteenth round)
+        "repeat {w} option",
+        "repeat {w} options",
+        "repeat {w} {w} option",
+        "repeating option",
+        "repeating options",
+        "redeem the options",
+        "star key",
+        "press the key",
+        "press the {w} key",
+        "press {w} key",
     )
 )
 
@@ -455,6 +468,7 @@ _STATE: tuple[tuple[str, ...], ...] = tuple(
         "dial again",
         "restricted",
         "switched off",
+        "switch off",
         "turned off",
         "coverage area",
         "not valid",
@@ -485,6 +499,12 @@ _INTERCEPT_ONLY: tuple[tuple[str, ...], ...] = tuple(
         "no longer in service",
     )
 )
+#: "This number has been disconnected" as the recogniser may leave it: "The number
+#: of being disconnected", "The number can be disconnected" (whisper tiny.en, seven
+#: of 13 voices). A number named bare is a party only with a state nobody says of
+#: the line they answer on, close after it.
+_BARE_NUMBER = ("the", "number")
+_BARE_NUMBER_STATES = (*_INTERCEPT_ONLY, ("disconnected",), ("out", "of", "service"))
 _APOLOGIES: tuple[tuple[str, ...], ...] = tuple(
     tuple(p.split()) for p in ("we are sorry", "i am sorry", "sorry")
 )
@@ -528,6 +548,12 @@ def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
             if state is not None:
                 label = f"carrier: {' '.join(party)} ... {' '.join(state)}"
                 return [("machine-unavailable", label, i, 1.0)]
+    for i in range(len(tokens)):
+        if _prompt_at(tokens, i, _BARE_NUMBER):
+            state = _state_in(tokens[i + 2 : i + 7], _BARE_NUMBER_STATES)
+            if state is not None:
+                label = f"carrier: the number ... {' '.join(state)}"
+                return [("machine-unavailable", label, i, DAMAGED)]
     return _apology_then_state(tokens)
 
 

@@ -379,6 +379,18 @@ def _option_frame(sentence: str) -> str | None:
     return None
 
 
+def _pressed(sentence: str) -> bool:
+    """Whether ``sentence`` is an option's purpose of three words or more, a comma,
+    then "press" and at most three words, its key however it came out: "To speak with
+    an operator, press Nero", "... press me a road" ("press zero"; whisper tiny.en,
+    docs/amd.md, fourteenth round). "For sure, press on, I'm listening" is no option."""
+    head, _, tail = sentence.partition(",")
+    if "," in tail or len(re.findall(r"[a-z0-9']+", head.lower())) < 3:
+        return False
+    tail_words = re.findall(r"[a-z0-9']+", tail.lower())
+    return tail_words[:1] == ["press"] and 2 <= len(tail_words) <= 4
+
+
 def parallel_options(text: str) -> list[Cue]:
     """Two sentences in a row framed like menu options with the same opener, or one
     whose tail is a key verb and a key, however the verb came out.
@@ -407,7 +419,7 @@ def parallel_options(text: str) -> list[Cue]:
             continue
         tail = sentence.group().partition(",")[2].lower()
         keys = [_NUMBER_WORDS.get(t, t) for t in re.findall(r"[a-z0-9]+", tail)]
-        if keyed_option(keys):
+        if keyed_option(keys) or _pressed(sentence.group()):
             start = len(text[: sentence.start()].split())
             return [("machine-ivr", "menu option: framed, its key verb damaged", start, DAMAGED)]
     return []

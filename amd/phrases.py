@@ -180,10 +180,19 @@ UNAVAILABLE_STRONG: tuple[str, ...] = (
     "outside the coverage area",
     "out of the coverage area",
     "has been changed",
+    # the mailbox's state lost ("the mailbox info and cannot accept new message")
+    "accept new messages",
+    "cannot accept new message",
 )
 # Carrier voicemail often opens "the number you have dialed is not available,
 # please leave a message": on its own this opener must not end the call.
-UNAVAILABLE_HINTS: tuple[str, ...] = ("the number you have dialed", "try again later")
+UNAVAILABLE_HINTS: tuple[str, ...] = (
+    "the number you have dialed",
+    "try again later",
+    # whose state the recogniser often loses ("The mobile phone you are calling in
+    # which" for "... is switched off"): nobody says it of a phone they answer
+    "mobile phone you are calling",
+)
 
 IVR_STRONG: tuple[str, ...] = (
     "press {d} for",
@@ -215,6 +224,13 @@ IVR_STRONG: tuple[str, ...] = (
     "enter your account number",
     "using your telephone keypad",
     "using your keypad",
+    # "Please listen carefully" as whisper tiny.en splits "listen" in six of 13 voices
+    # ("Please leave them carefully, I will mention options and change")
+    "please listen carefully",
+    "please leave them carefully",
+    # "In a few words, tell me why you're calling" with "in" lost: a speech menu, not
+    # a screener, asks for a few words
+    "few words tell me why",
 )
 IVR_HINTS: tuple[str, ...] = ()
 
@@ -224,6 +240,7 @@ WAIT_STRONG: tuple[str, ...] = (
     "hold on",
     "your call is important to us",
     "please stay on the line",
+    "please stay in the line",
     "please continue to hold",
     "all of our representatives are",
     "while we connect you",

@@ -202,3 +202,43 @@ def test_a_language_or_a_welcome_alone_is_no_menu(text: str, category: str | Non
 )
 def test_a_welcome_opens_the_words_even_split_in_two(heard: str, welcome: bool) -> None:
     assert opens_with_welcome(words(heard)) is welcome
+
+
+@pytest.mark.parametrize(
+    ("heard", "category"),
+    [
+        # whisper tiny.en on cue sentences in 13 voices (docs/amd.md, fourteenth round)
+        ("To repeat the option, President Turkey.", "machine-ivr"),
+        ("The repeating option, Breath of Turkey.", "machine-ivr"),
+        ("To repeat the motion, press the key.", "machine-ivr"),
+        ("The repeat meme option, press the star key.", "machine-ivr"),
+        ("To speak with an operator, press me a road.", "machine-ivr"),
+        ("to speak with an operator, press near", "machine-ivr"),
+        ("Please leave them carefully and I will mention options and change.", "machine-ivr"),
+        ("a few words. Tell me why you are calling today.", "machine-ivr"),
+        ("Please stay in the line and the next available representative.", "wait"),
+        ("The number of being disconnected.", "machine-unavailable"),
+        ("The number can be disconnected.", "machine-unavailable"),
+        (
+            "the mailbox belonging to extension for two one info and cannot accept new messages.",
+            "machine-unavailable",
+        ),
+        # a person's words near those shapes
+        ("Wait, can you repeat that? The line is really bad.", None),
+        ("I'll press the button on my end, give me a second.", None),
+        ("To be honest, press on, I'm listening.", None),
+        ("The number you gave me doesn't work, I tried it twice.", None),
+        ("Please leave them at the front door, thanks.", None),
+        ("Honestly, the order cannot be completed until Friday.", None),
+        ("Yes, I can stay on the line, go ahead.", None),
+    ],
+)
+def test_what_the_recogniser_keeps_of_cue_sentences(heard: str, category: str | None) -> None:
+    assert _verdict(heard) == category
+
+
+def test_a_mobile_phone_called_is_a_carriers_hint_when_its_state_is_lost() -> None:
+    verdict = classify_phrases(["The mobile phone you are calling in which"])
+    assert verdict is not None and verdict.category == "machine-unavailable"
+    assert verdict.strength < 0.85
+    assert classify_phrases(["Sorry, my mobile phone was off all morning."]) is None
