@@ -51,3 +51,42 @@ def test_stt_bench_refuses_a_prompt_outside_whole_mode_in_one_line(tmp_path: Pat
     proc = _stt_bench(tmp_path, "--prompt", "Press 1.")
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: --prompt: only with --mode whole"
+
+
+def _sentences_bench(tmp_path: Path, text: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """bench/amd_sentences.py on a list holding ``text``, from another folder."""
+    listed = tmp_path / "list.txt"
+    listed.write_text(text, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "amd_sentences.py"), str(listed), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_sentence_bench_refuses_an_unknown_section_in_one_line(tmp_path: Path) -> None:
+    proc = _sentences_bench(tmp_path, "[machine-vn]\nLeave a message.\n", "--voices", "piper")
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "list.txt:1: section [machine-vn]" in line
+    assert "[machine-vm]" in line
+
+
+def test_sentence_bench_refuses_an_unknown_voice_in_one_line(tmp_path: Path) -> None:
+    proc = _sentences_bench(tmp_path, "[human]\nHello?\n", "--voices", "espeak:zz-nowhere")
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("error: --voices: ") and "zz-nowhere" in line
+
+
+def test_sentence_bench_counts_what_the_decodes_say(tmp_path: Path) -> None:
+    text = (
+        "[machine-ivr]\nFor sales, press one. For support, press two.\n[human]\nHi, this is Dana.\n"
+    )
+    proc = _sentences_bench(tmp_path, text, "--voices", "piper", "--show")
+    assert proc.returncode == 0, proc.stderr
+    [piper] = [line for line in proc.stdout.splitlines() if line.strip().startswith("piper")]
+    assert piper.split()[1:] == ["1/1", "1/1", "0/1", "0/1"]
