@@ -271,6 +271,8 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
                 and len(tokens[i + 3]) == 1
                 and tokens[i + 3].isdigit()
             )
+            # "For English 21": verb and key heard as one number, opening the words
+            or (i == 0 and i + 2 < len(tokens) and tokens[i + 2].isdigit())
         ]
         # or a prompt that opens the words with a service in a language ("For service
         # in English, ...", "For assistance in Spanish"), the rest lost: nobody
@@ -397,8 +399,9 @@ _WELCOME = tuple(
 )
 #: "Welcome to" split in two by the recogniser: whisper tiny.en wrote "will come to"
 #: or "we'll come to" for 35 of 130 synthesised welcomes in 13 voices, and for 9 of
-#: 10 in one of them (docs/amd.md, "Fourteenth round").
-_SPLIT_WELCOME = (("will", "come", "to"), ("well", "come", "to"))
+#: 10 in one of them; another voice made it "when come to" (docs/amd.md,
+#: "Fourteenth round").
+_SPLIT_WELCOME = (("will", "come", "to"), ("well", "come", "to"), ("when", "come", "to"))
 #: How many words ("hi and we") may come before a split welcome, and which: "I
 #: will come to you" is a person's promise.
 _SPLIT_WELCOME_BY = 3

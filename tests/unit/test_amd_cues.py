@@ -194,6 +194,7 @@ def test_a_language_or_a_welcome_alone_is_no_menu(text: str, category: str | Non
         ("We'll come to the next hand, Lord, to reach someone's name.", True),
         ("Well, come to Metro Wireless.", True),
         ("Hi, and we will come to Pioneer Auto Group.", True),
+        ("When come to some is 22, when members come first.", True),
         # a person's promise, or the words anywhere but at the opening
         ("I will come to you tomorrow.", False),
         ("Oh hi, yes, I will come to the office.", False),
@@ -230,6 +231,9 @@ def test_a_welcome_opens_the_words_even_split_in_two(heard: str, welcome: bool) 
         ("The number you gave me doesn't work, I tried it twice.", None),
         ("Please leave them at the front door, thanks.", None),
         ("Honestly, the order cannot be completed until Friday.", None),
+        # "For English, press 1" with verb and key heard as one number, opening the turn
+        ("for English 21", "machine-ivr"),
+        ("Oh, for English 101, yes, that class.", None),
         ("Yes, I can stay on the line, go ahead.", None),
     ],
 )
