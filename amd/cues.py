@@ -220,10 +220,10 @@ def opens_with_welcome(tokens: Sequence[str]) -> bool:
 
 def _welcome_at(tokens: Sequence[str]) -> int | None:
     """Where a business's welcome starts in ``tokens``, or None: one of
-    :data:`_WELCOME` anywhere, or "welcome to" as the recogniser splits it, "will
-    come to" or "well come to", opening the words (after at most a greeting or
-    "we", :data:`_BEFORE_SPLIT_WELCOME`): nobody answers a call with "We'll come to
-    ..."."""
+    :data:`_WELCOME` anywhere, or "welcome to" as the recogniser splits it
+    (:data:`_SPLIT_WELCOME`: "will come to", "when come to"), opening the words
+    after at most a greeting or "we" (:data:`_BEFORE_SPLIT_WELCOME`): nobody answers
+    a call with "We'll come to ..."."""
     first = _first_at(tokens, _WELCOME)
     split = _first_at(tokens[: _SPLIT_WELCOME_BY + 3], _SPLIT_WELCOME)
     if split is not None and set(tokens[:split]) <= _BEFORE_SPLIT_WELCOME:
@@ -503,9 +503,9 @@ _INTERCEPT_ONLY: tuple[tuple[str, ...], ...] = tuple(
     )
 )
 #: "This number has been disconnected" as the recogniser may leave it: "The number
-#: of being disconnected", "The number can be disconnected" (whisper tiny.en, seven
-#: of 13 voices). A number named bare is a party only with a state nobody says of
-#: the line they answer on, close after it.
+#: of being disconnected", "The number can be disconnected" (whisper tiny.en lost
+#: the sentence in seven of 13 voices, three of them so). A number named bare is a
+#: party only with a state nobody says of the line they answer on, close after it.
 _BARE_NUMBER = ("the", "number")
 _BARE_NUMBER_STATES = (*_INTERCEPT_ONLY, ("disconnected",), ("out", "of", "service"))
 _APOLOGIES: tuple[tuple[str, ...], ...] = tuple(

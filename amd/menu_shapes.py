@@ -383,7 +383,8 @@ def _pressed(sentence: str) -> bool:
     """Whether ``sentence`` is an option's purpose of three words or more, a comma,
     then "press" and at most three words, its key however it came out: "To speak with
     an operator, press Nero", "... press me a road" ("press zero"; whisper tiny.en,
-    docs/amd.md, fourteenth round). "For sure, press on, I'm listening" is no option."""
+    docs/amd.md, fourteenth round). "To be honest, press on, I'm listening" is no
+    option: its tail goes on past a second comma."""
     head, _, tail = sentence.partition(",")
     if "," in tail or len(re.findall(r"[a-z0-9']+", head.lower())) < 3:
         return False
