@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import _syspath  # noqa: F401  (before the project imports: see bench/_syspath.py)
@@ -83,10 +83,8 @@ class Tally:
     missed: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
-        for name in ("machine", "machine_right", "machine_strong", "human", "human_any"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.human_strong += other.human_strong
-        self.missed += other.missed
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
 def read_list(path: Path) -> list[Sentence]:

@@ -12,17 +12,24 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "bench").glob("[a-z]*.py")))
-def test_bench_script_runs_as_a_script(script: str, tmp_path: Path) -> None:
-    # from another folder, as `make bench` or a user would run it
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), "--help"],
+def _bench(
+    tmp_path: Path, script: str, *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """bench/``script`` with ``args``, from another folder, as `make bench` or a user
+    would run it."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args],
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
         check=False,
     )
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "bench").glob("[a-z]*.py")))
+def test_bench_script_runs_as_a_script(script: str, tmp_path: Path) -> None:
+    proc = _bench(tmp_path, script, "--help")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage:")
 
@@ -30,14 +37,7 @@ def test_bench_script_runs_as_a_script(script: str, tmp_path: Path) -> None:
 def _stt_bench(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """bench/stt.py with ``args`` on one recorded call, from another folder."""
     call = ROOT / "tests" / "calls" / "amd" / "human-yeah.call.yaml"
-    return subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "stt.py"), *args, str(call)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return _bench(tmp_path, "stt.py", *args, str(call))
 
 
 def test_stt_bench_refuses_an_unknown_voice_in_one_line(tmp_path: Path) -> None:
@@ -57,14 +57,7 @@ def _sentences_bench(tmp_path: Path, text: str, *args: str) -> subprocess.Comple
     """bench/amd_sentences.py on a list holding ``text``, from another folder."""
     listed = tmp_path / "list.txt"
     listed.write_text(text, encoding="utf-8")
-    return subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "amd_sentences.py"), str(listed), *args],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return _bench(tmp_path, "amd_sentences.py", str(listed), *args, timeout=120)
 
 
 def test_sentence_bench_refuses_an_unknown_section_in_one_line(tmp_path: Path) -> None:
