@@ -339,7 +339,9 @@ class AmdActor(Actor):
                 out = d.voicemail_left(t)
             case "call_ended":
                 self.tones.active = False
-                out = d.call_ended(t)
+                # an utterance still being decoded when the line closed: its interims
+                out = d.call_ended(t, readings=tuple(self._readings))
+                self._readings = {}
         self._apply(out, turn_id=getattr(msg, "turn_id", None))
         return None
 

@@ -541,14 +541,29 @@ class AmdDetector:
                 return self._complete(t, self.fsm.stage, "hard timeout")
         return []
 
-    def call_ended(self, t: float) -> list[Output]:
-        """The call is over: whatever the stage is now is final."""
+    def call_ended(self, t: float, readings: Sequence[str] = ()) -> list[Output]:
+        """The call is over: whatever the stage is now is final.
+
+        Args:
+            t: Now.
+            readings: Interim readings of an utterance whose final transcript had not
+                come when the line closed. A carrier's short announcement ends in a
+                hang-up, and the recogniser may still be decoding it ("The mailbox is
+                full and cannot accept any messages. Goodbye.", hung up 0.8 s after):
+                the latest reading stands in for its final transcript, and a strong
+                phrase in any of them still decides the call.
+        """
         s = self.s
         if s.done:
             return []
+        out: list[Output] = []
+        if readings:
+            out += self.transcript(t, readings[-1], readings=readings)
+            if s.done:
+                return out
         if s.provisional_at is not None:
-            return self._confirm(t, "call ended")
-        return self._complete(t, self.fsm.stage, "call ended")
+            return out + self._confirm(t, "call ended")
+        return out + self._complete(t, self.fsm.stage, "call ended")
 
     # -- internals ---------------------------------------------------------------
 
@@ -776,7 +791,9 @@ class AmdDetector:
         s = self.s
         if s.provisional_at is None or s.provisional_turn is None:
             return None
-        if turn.index <= s.provisional_turn:
+        if turn.index <= s.provisional_turn or self.fsm.stage != "uncertain":
+            # (a person put through after a machine stage: the run from the answer
+            # holds the machine's own speech)
             return None
         return self._run(
             turn, 2 * self.cfg.long_greeting_silence, over_us=True, seconds=self._too_long(turn)
@@ -875,6 +892,9 @@ class AmdDetector:
     ) -> list[Output]:
         s = self.s
         out: list[Output] = []
+        #: a provisional person was withdrawn: the controller must hear of it even when
+        #: the stage before the person was the same (a menu put us through to a menu)
+        corrected = False
         if s.provisional_at is not None:
             this_turn = s.turns[turn] if 0 <= turn < len(s.turns) else None
             menu_over_us = category == "machine-ivr" and (
@@ -891,6 +911,7 @@ class AmdDetector:
                 s.confirm_due = False
                 out += [CancelTimer("confirm"), CancelTimer("words")]
                 reason = f"corrects a provisional person: {reason}"
+                corrected = True
             else:
                 this = s.turns[turn] if 0 <= turn < len(s.turns) else None
                 answers_us = (
@@ -936,7 +957,12 @@ class AmdDetector:
         if s.done:
             return out
         old = self.fsm.stage
-        if category == "human" and old == "uncertain":
+        if category == "human" and (
+            old == "uncertain"
+            # whoever speaks after a menu or a screener put us through may be the
+            # mailbox the line rolled over to: their verdict is provisional too
+            or (old in _PUT_THROUGH_FROM and confidence >= self.fsm.strong)
+        ):
             s.provisional_at = t
             s.provisional_turn = turn
             s.agent_spoke_since_provisional = False
@@ -965,7 +991,7 @@ class AmdDetector:
         )
         if tr is None:
             return out
-        if tr.changed:
+        if tr.changed or corrected:
             s.decided_at = t
         out.append(
             Predicted(
@@ -978,7 +1004,7 @@ class AmdDetector:
                 transcript,
                 t,
                 delay,
-                changed=tr.changed,
+                changed=tr.changed or corrected,
                 asks=asks,
             )
         )
@@ -1017,6 +1043,10 @@ class AmdDetector:
             Completed(category, self.fsm.stages[1:] or (), decided, reason),
         ]
 
+
+#: Machine stages a person may take over from (a menu or a screener put us through,
+#: or a mailbox's owner picked up): the person's verdict is provisional there too.
+_PUT_THROUGH_FROM = frozenset({"machine-ivr", "machine-screening", "machine-vm"})
 
 _CATEGORIES = frozenset(
     {"human", "machine-vm", "machine-ivr", "machine-screening", "machine-unavailable", "wait"}

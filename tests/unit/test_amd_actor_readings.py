@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agent.core.bus import Bus
-from agent.core.messages import CallAnswered, UserSpeechStarted, UserTranscript
+from agent.core.messages import CallAnswered, CallEnded, UserSpeechStarted, UserTranscript
 from amd import actor as amd_actor
 from amd.actor import AmdActor
 
@@ -67,3 +67,27 @@ def test_a_long_utterance_keeps_its_latest_readings(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(amd_actor, "MAX_READINGS", 3)
     seen = _transcripts([*((f"reading {i}", False) for i in range(6)), ("done", True)], monkeypatch)
     assert seen == [("done", ("reading 3", "reading 4", "reading 5"))]
+
+
+def test_a_line_closed_before_the_final_transcript_is_read_in_its_interims() -> None:
+    """A carrier's announcement ends in a hang-up that can come before the recogniser
+    has finished the utterance: what its interims read still decides the call."""
+    done: list[Any] = []
+
+    async def run() -> None:
+        bus = Bus("c1")
+        amd = AmdActor(call_id="c1", bus=bus)
+        bus.subscribe("amd_completed", done.append)
+        await amd.receive(CallAnswered(call_id="c1", at=0.0))
+        await amd.receive(UserSpeechStarted(call_id="c1", at=0.5))
+        for text in (
+            "The mailbox is full",
+            "The mailbox is full and cannot accept any messages at this time.",
+        ):
+            await amd.receive(UserTranscript(call_id="c1", turn_id="t", text=text, final=False))
+        await amd.receive(CallEnded(call_id="c1", disposition="completed", reason="remote hangup"))
+        amd.stop()
+
+    asyncio.run(run())
+    (completed,) = done
+    assert completed.category == "machine-unavailable"

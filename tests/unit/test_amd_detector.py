@@ -157,8 +157,8 @@ class Timeline:
     def voicemail_left(self, t: float) -> list[Output]:
         return self._at(t, self.detector.voicemail_left)
 
-    def call_ended(self, t: float) -> list[Output]:
-        return self._at(t, self.detector.call_ended)
+    def call_ended(self, t: float, readings: tuple[str, ...] = ()) -> list[Output]:
+        return self._at(t, self.detector.call_ended, readings)
 
     # -- what happened ---------------------------------------------------------------
 
@@ -622,12 +622,87 @@ def test_a_person_picking_up_after_the_menu_makes_the_call_human() -> None:
     call.run_until(10.1)
     assert call.requests[-1].dtmf == "2"
     assert ("dtmf", "2") in call.requests[-1].turns
+    # the agent talks to them at once; the verdict is provisional, as a first one is
+    p = call.predictions[-1]
+    assert (p.stage, p.changed, p.provisional, p.at) == ("human", True, True, 10.0)
+    assert call.detector.stage == "human"
+    assert call.completions == []
+    call.run_until(16.1)
     done = call.completed
     assert done.category == "human"
     assert done.stages == ("machine-ivr", "human")
     assert done.decided_at == pytest.approx(10.0)
+
+
+def picked_up_after_menu() -> Timeline:
+    """A menu, key 2, then words after the hand-over read as a person (provisional)."""
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.5, 4.0, "For billing, press 2. For appointments, press 3.")
+    call.dtmf(5.5, "2")
+    call.say(8.0, 9.5, "Billing, this is Alex, how can I help?")
+    call.run_until(10.1)
+    assert call.predictions[-1].provisional
+    return call
+
+
+def test_a_beep_after_the_person_a_menu_put_us_through_to_makes_it_a_voicemail() -> None:
+    """The department's mailbox picked up: its greeting was misheard as a person's
+    words, and its beep came inside the window."""
+    call = picked_up_after_menu()
+    call.agent(10.3, 11.5, "Hi, this is Sam from Greenfield.")
+    call.tone(12.0, "beep", 11.4, 11.9)
     p = call.predictions[-1]
-    assert p.stage == "human" and p.changed and not p.provisional
+    assert (p.category, p.stage, p.changed, p.provisional) == (
+        "machine-vm",
+        "machine-vm",
+        True,
+        False,
+    )
+    assert "corrects a provisional person" in p.reason
+    call.run_until(30.0)
+    assert call.completions == []  # a voicemail is decided when the message is left
+    assert call.detector.stage == "machine-vm"
+    assert call.detector.fsm.stages == ("uncertain", "machine-ivr", "machine-vm")
+
+
+def test_a_menu_over_the_person_a_menu_put_us_through_to_tells_the_controller() -> None:
+    """A menu that goes on over the agent was a menu after all: the stage was a menu
+    before the person too, so the prediction must say it changed, or the agent goes
+    on talking to it."""
+    call = picked_up_after_menu()
+    call.agent_starts(10.3)
+    call.say(10.6, 13.0, "For payments, press 1. For invoices, press 2.")
+    p = call.predictions[-1]
+    assert (p.category, p.stage, p.changed, p.provisional) == (
+        "machine-ivr",
+        "machine-ivr",
+        True,
+        False,
+    )
+    assert call.completions == []
+
+
+def test_a_hesitant_person_after_a_menu_is_not_even_provisional() -> None:
+    """Leaving a machine stage needs strong evidence, provisional or not."""
+
+    def hesitant(req: Classify) -> Answer | None:
+        return ("human", 0.7, "test") if req.turn == 1 else lexical(req)
+
+    call = Timeline(classifier=hesitant)
+    call.answered(0.0)
+    call.say(0.5, 4.0, "For billing, press 2. For appointments, press 3.")
+    call.dtmf(5.5, "2")
+    call.say(8.0, 9.5, "Mm, billing, yes.")
+    call.run_until(12.0)
+    p = call.predictions[-1]
+    assert (p.category, p.stage, p.provisional, p.changed) == (
+        "human",
+        "machine-ivr",
+        False,
+        False,
+    )
+    assert call.detector.stage == "machine-ivr"
 
 
 # -- tones -----------------------------------------------------------------------------
@@ -1281,3 +1356,26 @@ def test_a_reading_the_final_says_in_full_is_not_read_again(
     verdict = detector._read_in_interims(readings, "Hello, who is this? For billing.")
     assert read == ["For billing, press one for"]
     assert verdict is not None and verdict.category == "machine-ivr"
+
+
+def test_a_hang_up_before_the_final_transcript_decides_on_a_strong_interim_only() -> None:
+    """The interims of an utterance cut off by the hang-up stand in for its final: a
+    carrier's state in them decides the call; a person's words alone still do not."""
+    call = Timeline()
+    call.answered(0.0)
+    call.speech_starts(0.5)
+    call.speech_stops(4.5)
+    out = call.call_ended(
+        5.3, ("The mailbox is full", "The mailbox is full and cannot accept any messages.")
+    )
+    (done,) = [o for o in out if isinstance(o, Completed)]
+    assert done.category == "machine-unavailable"
+    assert done.stages == ("machine-unavailable",)
+
+    call = Timeline()
+    call.answered(0.0)
+    call.speech_starts(0.5)
+    call.speech_stops(1.4)
+    out = call.call_ended(1.5, ("Hello, who is",))
+    (done,) = [o for o in out if isinstance(o, Completed)]
+    assert done.category == "uncertain"
