@@ -145,6 +145,15 @@ class LexicalVerdict:
 
 #: What a menu or a screener says as it puts the call through, besides its hold phrases.
 _TRANSFER_WORDS = ("connecting you", "transferring you", "transferring your call")
+#: The same as the recogniser writes them in voices it hears badly: "Transfering your
+#: comeering", "Connecting your power with your game" ("Transferring you to billing",
+#: "Connecting you to our refill team"; docs/amd.md, fifteenth round), and the passive
+#: "your call is being transferred". Only what the line is doing now: "Before I connect
+#: you, please say your name" is a screener's question, not a hand-over.
+_TRANSFER_SHAPES = re.compile(
+    r"(?:^| )(?:(?:connecting|transfer+ing|transfring) (?:you|your|youre|ya)"
+    r"|being (?:connected|transferred|transfered))(?: |$)"
+)
 
 
 def announces_transfer(text: str) -> bool:
@@ -154,7 +163,7 @@ def announces_transfer(text: str) -> bool:
     if held is not None and held.category == "wait":
         return True
     tokens = normalise(text)
-    return any(_has(tokens, w) for w in _TRANSFER_WORDS)
+    return any(_has(tokens, w) for w in _TRANSFER_WORDS) or bool(_TRANSFER_SHAPES.search(tokens))
 
 
 def _has(tokens: str, phrase: str) -> bool:

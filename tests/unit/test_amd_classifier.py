@@ -90,6 +90,10 @@ def test_a_person_behind_a_menu_is_heard_through_the_damage(heard: str) -> None:
         ("One moment while we find an available agent.", "Thanks for all these videos."),
         ("Transferring your call.", "Hillside market and he'll be close."),
         ("Please hold while I see if they're available.", "Yeah, go ahead."),
+        # the announcement itself damaged as a voice heard badly damages it
+        ("Connecting your power with your game.", "With a little bit in part taking."),
+        ("Transfering your comeering.", "Hillside market and he'll be close."),
+        ("Your call is being transferred.", "Yeah, go ahead."),
     ],
 )
 def test_the_first_words_after_a_transfer_are_whoever_picked_up(transfer: str, heard: str) -> None:
@@ -103,6 +107,9 @@ def test_the_first_words_after_a_transfer_are_whoever_picked_up(transfer: str, h
     [
         # no transfer was announced: words without markers after a menu stay unsure
         ("For the pharmacy, press 2.", "We will live in past beginning."),
+        # connecting as a menu's option, not as what the line is doing now
+        ("To connect with a pharmacist, press 2.", "We will live in past beginning."),
+        ("Before I connect you, please say your name.", "Thank you."),
         # the transfer reached a recording: its words say so
         ("Connecting you now.", "Please leave your name and number."),
         ("One moment please.", "Our office hours are nine to five."),
