@@ -935,6 +935,12 @@ class AmdDetector:
                 if acknowledged:
                     s.confirm_due = False
                     out.append(ArmTimer("confirm", t + self.cfg.human_confirm_window))
+                elif this is not None and answers_us and category in _LEANS_MAILBOX:
+                    # an answer that leans to a mailbox or a carrier, too weakly to
+                    # correct the person ("I'm sorry, the person you're calling ...
+                    # leave my making after the map"): not the person's answer either;
+                    # the beep that may follow still has its time (``_maybe_confirm``)
+                    s.vm_lean_end = this.end if this.end is not None else t
                 elif answers_us and category != "wait":
                     return self._confirm(t, "the callee answered without voicemail evidence")
                 # still provisional: a recording talking over us, or a hold
@@ -1044,6 +1050,9 @@ class AmdDetector:
         ]
 
 
+#: What a callee's answer to us may lean to without correcting a provisional person:
+#: the lean does not confirm the person either.
+_LEANS_MAILBOX = frozenset({"machine-vm", "machine-unavailable"})
 #: Machine stages a person may take over from (a menu or a screener put us through,
 #: or a mailbox's owner picked up): the person's verdict is provisional there too.
 _PUT_THROUGH_FROM = frozenset({"machine-ivr", "machine-screening", "machine-vm"})

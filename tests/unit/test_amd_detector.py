@@ -296,6 +296,32 @@ def test_a_beep_in_the_provisional_window_corrects_the_person() -> None:
     assert call.completed.stages == ("machine-vm",)
 
 
+def test_an_answer_that_leans_voicemail_does_not_confirm_the_person() -> None:
+    """The screener's rollover after our greeting: "I'm sorry, the person you're
+    calling is unavailable. Please leave a message after the beep." came back as
+    words that lean to a mailbox too weakly to correct the person. They are no
+    person's answer either: the beep after them still corrects the verdict."""
+
+    def leaning(req: Classify) -> Answer | None:
+        if req.turn == 1:
+            return ("machine-vm", 0.6, "test: leans voicemail")
+        return lexical(req)
+
+    call = Timeline(classifier=leaning)
+    call.answered(0.0)
+    call.say(0.5, 1.0, "Hello?")
+    call.run_until(1.6)
+    assert call.predictions[-1].provisional
+    call.agent(1.8, 3.5, "Hi, this is Sam from Greenfield.")
+    call.say(4.2, 7.0, "I'm a person you're calling in one of my rules.")
+    call.run_until(7.5)
+    assert call.completions == []
+    assert call.detector.provisional
+    call.tone(8.0, "beep", 7.4, 7.9)
+    assert call.detector.stage == "machine-vm"
+    assert call.completions == []
+
+
 def _hi_then_a_greeting_that_leans_voicemail() -> Timeline:
     """ "Hello?" (a provisional person at 1.5), then a greeting whose mailbox phrase the
     recogniser lost, ending just as the confirm window closes (7.5)."""
