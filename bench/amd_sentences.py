@@ -18,12 +18,19 @@ were written from, and ``check.txt``, written apart from them to check the rules
 Prints, per voice and over all voices: machine sentences whose decode gives their
 section's category (and with a strong verdict, 0.85 or more) out of those decoded,
 and person sentences whose decode gives any verdict (and a strong one). ``--show``
-prints every decode that missed. Asserts nothing and exits 0 (2 on bad arguments or
-input).
+prints every decode that missed. ``wer`` is the word error rate of the decodes
+against the sentences (words compared without case or punctuation; edits over the
+sentence's words, averaged over the decodes): how well the recogniser heard the
+voice, apart from what the rules make of it. ``--prompt TEXT`` decodes with Whisper's
+initial prompt set to ``TEXT`` (the product decodes an utterance's start with none),
+to measure what a prompt would do before the recogniser is given one
+(docs/decisions.md, fifteenth round). Asserts nothing and exits 0 (2 on bad arguments
+or input).
 
 Usage::
 
     .venv/bin/python bench/amd_sentences.py [LIST...] [--voices V[,V...]] [--show]
+        [--prompt TEXT]
 """
 
 from __future__ import annotations
@@ -80,7 +87,14 @@ class Tally:
     human: int = 0
     human_any: int = 0
     human_strong: int = 0
+    #: the word errors of every decode, summed (``wer`` divides by the decodes)
+    errors: float = 0.0
     missed: list[str] = field(default_factory=list)
+
+    @property
+    def wer(self) -> float:
+        decodes = self.machine + self.human
+        return self.errors / decodes if decodes else 0.0
 
     def add(self, other: Tally) -> None:
         for f in fields(self):
@@ -115,6 +129,23 @@ def read_list(path: Path) -> list[Sentence]:
     return out
 
 
+def _words(text: str) -> list[str]:
+    return ["".join(c for c in w.lower() if c.isalnum()) for w in text.split()]
+
+
+def word_error_rate(said: str, heard: str) -> float:
+    """Word edits (substitutions, insertions, deletions) from ``said`` to ``heard``,
+    over the words of ``said``; case and punctuation are ignored."""
+    ref = [w for w in _words(said) if w]
+    hyp = [w for w in _words(heard) if w]
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        prev, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
+    return row[-1] / max(1, len(ref))
+
+
 def verdict(text: str) -> tuple[str | None, float]:
     """The phrase verdict on one decoded turn: its category and strength."""
     from amd.phrases import classify_phrases
@@ -123,7 +154,13 @@ def verdict(text: str) -> tuple[str | None, float]:
     return (None, 0.0) if found is None else (found.category, found.strength)
 
 
-def run_voice(voice: str, sentences: list[Sentence], synth: VoicedSynth, whisper: object) -> Tally:
+def run_voice(
+    voice: str,
+    sentences: list[Sentence],
+    synth: VoicedSynth,
+    whisper: object,
+    prompt: str | None = None,
+) -> Tally:
     tally = Tally()
     spec = parse_voice(voice)
     for index, sentence in enumerate(sentences):
@@ -132,7 +169,8 @@ def run_voice(voice: str, sentences: list[Sentence], synth: VoicedSynth, whisper
         resolved = spec.resolve(f"sentence-{index}")
         line = synth.speak(sentence.text, LINE_RATE, resolved)
         audio = resample(line, LINE_RATE, RATE).astype(np.float32)
-        heard = whisper.transcribe(audio).text  # type: ignore[attr-defined]
+        heard = whisper.transcribe(audio, prompt=prompt).text  # type: ignore[attr-defined]
+        tally.errors += word_error_rate(sentence.text, heard)
         category, strength = verdict(heard)
         if sentence.section == "human":
             tally.human += 1
@@ -161,6 +199,7 @@ def row(name: str, tally: Tally) -> str:
         f"  {name:42s} {part(tally.machine_right, tally.machine):>9s} "
         f"{part(tally.machine_strong, tally.machine):>9s} "
         f"{part(tally.human_any, tally.human):>9s} {part(tally.human_strong, tally.human):>9s}"
+        f" {tally.wer:>6.3f}"
     )
 
 
@@ -175,7 +214,15 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated voices (default: the AMD bench's four)",
     )
     parser.add_argument("--show", action="store_true", help="print every decode that missed")
+    parser.add_argument(
+        "--prompt", default=None, help="decode with this initial prompt (default: none)"
+    )
     args = parser.parse_args(argv)
+    if args.prompt is not None and not args.prompt.strip():
+        print(
+            "error: --prompt: expected some text (leave the option out for none)", file=sys.stderr
+        )
+        return 2
     setup_logging(verbose=False, json_logs=False)
     voices = [v.strip() for v in args.voices.split(",") if v.strip()]
     if not voices:
@@ -202,11 +249,15 @@ def main(argv: list[str] | None = None) -> int:
     whisper.transcribe(np.zeros(RATE, np.float32))  # type: ignore[attr-defined]  # load first
     synth = VoicedSynth(default_cache_dir() / "speech", pick_voice(seed=""))
     print(f"lists: {', '.join(str(p) for p in paths)}; sentences: {len(sentences)}")
-    print(f"  {'voice':42s} {'machine':>9s} {'strong':>9s} {'person':>9s} {'strong':>9s}")
+    if args.prompt is not None:
+        print(f"initial prompt: {args.prompt!r}")
+    print(
+        f"  {'voice':42s} {'machine':>9s} {'strong':>9s} {'person':>9s} {'strong':>9s} {'wer':>6s}"
+    )
     total = Tally()
     started = time.perf_counter()
     for voice in voices:
-        tally = run_voice(voice, sentences, synth, whisper)
+        tally = run_voice(voice, sentences, synth, whisper, args.prompt)
         print(row(voice, tally), flush=True)
         if args.show:
             print("\n".join(tally.missed))
@@ -215,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     took = time.perf_counter() - started
     print(
         "machine: decodes with their section's category (strong: 0.85 or more); "
-        f"person: decodes with any verdict (strong: 0.85 or more); {took:.0f} s"
+        "person: decodes with any verdict (strong: 0.85 or more); "
+        f"wer: word error rate of the decodes; {took:.0f} s"
     )
     return 0
 

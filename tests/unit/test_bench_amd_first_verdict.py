@@ -3,9 +3,6 @@ began talking to a machine): the first category AMD published, provisional or no
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
@@ -13,23 +10,12 @@ import pytest
 
 from agent.core.messages import AmdPrediction
 
-ROOT = Path(__file__).resolve().parents[2]
+from .bench_scripts import load_bench_script
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    # as a script runs it: its folder first on the path (bench/_syspath.py takes it off)
-    saved = list(sys.path)
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_amd", ROOT / "bench" / "amd.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_amd"] = module  # dataclasses look their module up
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path[:] = saved
+    return load_bench_script("amd.py", "bench_amd")
 
 
 def replayed(*messages: object) -> Any:

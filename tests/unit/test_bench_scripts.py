@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from .bench_scripts import load_bench_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -82,4 +84,21 @@ def test_sentence_bench_counts_what_the_decodes_say(tmp_path: Path) -> None:
     proc = _sentences_bench(tmp_path, text, "--voices", "piper", "--show")
     assert proc.returncode == 0, proc.stderr
     [piper] = [line for line in proc.stdout.splitlines() if line.strip().startswith("piper")]
-    assert piper.split()[1:] == ["1/1", "1/1", "0/1", "0/1"]
+    assert piper.split()[1:5] == ["1/1", "1/1", "0/1", "0/1"]
+    # Piper is heard almost word for word
+    assert 0.0 <= float(piper.split()[5]) < 0.3
+
+
+def test_sentence_bench_refuses_an_empty_prompt_in_one_line(tmp_path: Path) -> None:
+    proc = _sentences_bench(tmp_path, "[human]\nHello?\n", "--voices", "piper", "--prompt", " ")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("error: --prompt: ")
+
+
+def test_sentence_bench_word_error_rate() -> None:
+    bench = load_bench_script("amd_sentences.py", "bench_amd_sentences")
+    wer = bench.word_error_rate
+    assert wer("Press one for sales.", "press one, for sales") == 0.0
+    assert wer("Press one for sales.", "Press won for sales.") == 0.25
+    assert wer("Press one for sales.", "Press one for all the sales.") == 0.5
+    assert wer("Press one.", "") == 1.0
