@@ -200,14 +200,13 @@ class ToneListener:
             # voice's strong harmonics are) are let off further from an exact ratio:
             # espeak-ng's held vowels measured 322.7 + 476.9 Hz, 1.478 against 3/2
             tolerance = 0.03 if lo < 600.0 else 0.01
-            if lo < 600.0 and abs(ratio - 2.0) < 0.04 * ratio:
+            for n in range(1, 9):
                 # a low octave drifts furthest in a glide, twice the pitch's own
                 # change: espeak-ng's "anika" voice measured 296 + 574 Hz (1.94) in
                 # "... after the tone", and as a tone followed by speech it made the
                 # listener ignore the real beep 1.1 s later as music
-                return False
-            for n in range(1, 9):
-                if abs(ratio - (n + 1) / n) < tolerance * ratio:
+                allowed = 0.04 if n == 1 and lo < 600.0 else tolerance
+                if abs(ratio - (n + 1) / n) < allowed * ratio:
                     return False  # neighbouring harmonics of one pitch: a voice or a note
         return True
 

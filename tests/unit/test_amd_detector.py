@@ -638,14 +638,27 @@ def test_okay_alone_does_not_move_the_call_out_of_screening() -> None:
     assert call.completions == []
 
 
-def test_a_person_picking_up_after_the_menu_makes_the_call_human() -> None:
-    call = Timeline()
+def menu_then_key(classifier: Callable[[Classify], Answer | None] = lexical) -> Timeline:
+    """A menu from 0.5 to 4.0, then key 2 sent at 5.5."""
+    call = Timeline(classifier=classifier)
     call.answered(0.0)
     call.say(0.5, 4.0, "For billing, press 2. For appointments, press 3.")
     assert call.detector.stage == "machine-ivr"
     call.dtmf(5.5, "2")
+    return call
+
+
+def picked_up_after_menu() -> Timeline:
+    """A menu, key 2, then words after the hand-over read as a person (provisional)."""
+    call = menu_then_key()
     call.say(8.0, 9.5, "Billing, this is Alex, how can I help?")
     call.run_until(10.1)
+    assert call.predictions[-1].provisional
+    return call
+
+
+def test_a_person_picking_up_after_the_menu_makes_the_call_human() -> None:
+    call = picked_up_after_menu()
     assert call.requests[-1].dtmf == "2"
     assert ("dtmf", "2") in call.requests[-1].turns
     # the agent talks to them at once; the verdict is provisional, as a first one is
@@ -658,18 +671,6 @@ def test_a_person_picking_up_after_the_menu_makes_the_call_human() -> None:
     assert done.category == "human"
     assert done.stages == ("machine-ivr", "human")
     assert done.decided_at == pytest.approx(10.0)
-
-
-def picked_up_after_menu() -> Timeline:
-    """A menu, key 2, then words after the hand-over read as a person (provisional)."""
-    call = Timeline()
-    call.answered(0.0)
-    call.say(0.5, 4.0, "For billing, press 2. For appointments, press 3.")
-    call.dtmf(5.5, "2")
-    call.say(8.0, 9.5, "Billing, this is Alex, how can I help?")
-    call.run_until(10.1)
-    assert call.predictions[-1].provisional
-    return call
 
 
 def test_a_beep_after_the_person_a_menu_put_us_through_to_makes_it_a_voicemail() -> None:
@@ -715,10 +716,7 @@ def test_a_hesitant_person_after_a_menu_is_not_even_provisional() -> None:
     def hesitant(req: Classify) -> Answer | None:
         return ("human", 0.7, "test") if req.turn == 1 else lexical(req)
 
-    call = Timeline(classifier=hesitant)
-    call.answered(0.0)
-    call.say(0.5, 4.0, "For billing, press 2. For appointments, press 3.")
-    call.dtmf(5.5, "2")
+    call = menu_then_key(hesitant)
     call.say(8.0, 9.5, "Mm, billing, yes.")
     call.run_until(12.0)
     p = call.predictions[-1]
