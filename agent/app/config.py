@@ -67,6 +67,10 @@ class ModelsConfig(BaseModel):
     #: ``max_completion_tokens``, or ``extra_body: {max_tokens: 120}`` for servers
     #: (like llama.cpp's) that only honour ``max_tokens``.
     llm_options: dict[str, Any] = Field(default_factory=dict)
+    #: Options for the STT: for ``local/whisper-tiny.en`` fields of ``WhisperOptions``
+    #: (``beam_size``, ``initial_prompt``, ...); for ``openai/...`` ``openai.STT``
+    #: arguments.
+    stt_options: dict[str, Any] = Field(default_factory=dict)
     tts_sample_rate: int = Field(default=16000, ge=8000, le=48000)
 
 

@@ -119,7 +119,7 @@ class WorkerState:
             main_llm = build_llm(m.llm, base_url=m.llm_base_url, **m.llm_options)
             session_vad = build_vad(m.vad, min_silence_duration=config.turn.vad_min_silence)
             self._models = ModelSet(
-                stt=build_stt(m.stt, vad=session_vad),
+                stt=build_stt(m.stt, vad=session_vad, **m.stt_options),
                 llm=main_llm,
                 tts=build_tts(m.tts, sample_rate=m.tts_sample_rate),
                 vad=session_vad,

@@ -250,7 +250,10 @@ def _dataclass_options(cls: type[Any], spec: str, opts: dict[str, Any]) -> Any:
         raise ModelConfigError(
             f"{spec}: unknown option(s) {', '.join(unknown)}; expected: {', '.join(names)}"
         )
-    return cls(**opts)
+    try:
+        return cls(**opts)
+    except TypeError as e:  # an option of the wrong kind, checked by the options class
+        raise ModelConfigError(f"{spec}: option {e}") from e
 
 
 def _construct(spec: str, factory: Any, **kwargs: Any) -> Any:

@@ -111,6 +111,10 @@ class WhisperOptions:
             from run to run, and on speech Whisper hears badly it costs up to 30 more
             hypotheses per decode (seconds) for no fewer errors (docs/decisions.md,
             "Whisper decodes at temperature 0 only").
+        initial_prompt: Whisper's initial prompt for a decode that has no text said
+            before it (an utterance's start, and every batch decode); a decode of an
+            utterance's tail keeps the words cut before it as its prompt instead.
+            Empty (the default) decodes with no prompt.
     """
 
     model_path: str | None = None
@@ -124,6 +128,13 @@ class WhisperOptions:
     trim_after: float = 8.0
     fit_window: bool = True
     temperature_fallback: bool = False
+    initial_prompt: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.initial_prompt, str):
+            raise TypeError(
+                f"initial_prompt: expected text, got {type(self.initial_prompt).__name__}"
+            )
 
     def resolved_path(self) -> str:
         """The model directory to load."""
@@ -272,7 +283,8 @@ class WhisperSTT(BackgroundLoad, stt.STT):
         Args:
             audio: the samples.
             language: the spoken language; the options' when ``None``.
-            prompt: text said just before ``audio``.
+            prompt: text said just before ``audio``; without it, the options'
+                ``initial_prompt`` (if any).
             timestamps: decode timestamp tokens, so that segments carry real times.
         """
         return decode_blocking(
@@ -280,7 +292,7 @@ class WhisperSTT(BackgroundLoad, stt.STT):
             audio,
             language=language or self._opts.language,
             beam_size=self._opts.beam_size,
-            prompt=prompt,
+            prompt=prompt or self._opts.initial_prompt or None,
             timestamps=timestamps,
             fit_window=self._opts.fit_window,
             temperature_fallback=self._opts.temperature_fallback,

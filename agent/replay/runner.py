@@ -159,7 +159,7 @@ class Replayer:
             )
         session_vad = build_vad(m.vad, min_silence_duration=self.config.turn.vad_min_silence)
         return ModelSet(
-            stt=build_stt(m.stt, vad=session_vad),
+            stt=build_stt(m.stt, vad=session_vad, **m.stt_options),
             llm=main_llm,
             tts=build_tts(m.tts, sample_rate=m.tts_sample_rate),
             vad=session_vad,

@@ -254,6 +254,15 @@ def test_unknown_llm_option_exits_2_naming_the_key(tmp_path: Path) -> None:
     assert str(config) in message and "models.llm_options" in message and "max_tokenz" in message
 
 
+def test_unknown_stt_option_exits_2_naming_the_key(tmp_path: Path) -> None:
+    config = write(tmp_path / "agent.yaml", "models:\n  stt_options: {initial_promt: hello}\n")
+    proc = run_cli("replay", CALLS / "outbound-busy.call.yaml", "--config", config)
+    assert proc.returncode == 2, proc.stderr
+    message = one_line(proc.stderr)
+    assert str(config) in message and "models.stt_options" in message
+    assert "initial_promt" in message
+
+
 def test_unknown_decision_model_exits_2_naming_the_key(tmp_path: Path) -> None:
     config = write(tmp_path / "agent.yaml", "guardrails:\n  model: nosuch\n  checks: []\n")
     proc = run_cli("replay", CALLS / "outbound-busy.call.yaml", "--text-only", "--config", config)

@@ -158,6 +158,45 @@ def test_the_stt_passes_its_fallback_option_to_every_decode(
     assert [c["temperature"] for c in model.calls] == [[0.0], [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]]
 
 
+def test_the_initial_prompt_option_is_the_prompt_of_a_decode_with_nothing_said_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import numpy as np
+
+    from agent.models import build_stt, whisper_stt
+
+    model = _Model()
+    monkeypatch.setattr(whisper_stt, "load_whisper_model", lambda _opts: model)
+    audio = np.zeros(whisper_stt.WHISPER_SAMPLE_RATE, dtype=np.float32)
+    plain = build_stt("local/whisper-tiny.en")
+    assert isinstance(plain, whisper_stt.WhisperSTT)
+    plain.transcribe(audio)
+    prompted = build_stt("local/whisper-tiny.en", initial_prompt="Hello?")
+    assert isinstance(prompted, whisper_stt.WhisperSTT)
+    prompted.transcribe(audio)
+    # the words cut before an utterance's tail stay its prompt
+    prompted.transcribe(audio, prompt="Thanks for calling.")
+    assert [c["initial_prompt"] for c in model.calls] == [None, "Hello?", "Thanks for calling."]
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"initial_promt": "Hello?"}, "unknown option(s) initial_promt"),
+        ({"initial_prompt": 5}, "initial_prompt: expected text, got int"),
+    ],
+)
+def test_a_bad_stt_option_is_a_model_config_error(
+    options: dict[str, object], expected: str
+) -> None:
+    from agent.models import build_stt
+    from agent.models.registry import ModelConfigError
+
+    with pytest.raises(ModelConfigError, match=r"^local/whisper-tiny\.en: ") as err:
+        build_stt("local/whisper-tiny.en", **options)
+    assert expected in str(err.value)
+
+
 LOOP = "Thank you very much for watching, and " * 6
 
 
