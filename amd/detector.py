@@ -935,7 +935,7 @@ class AmdDetector:
                 if acknowledged:
                     s.confirm_due = False
                     out.append(ArmTimer("confirm", t + self.cfg.human_confirm_window))
-                elif this is not None and answers_us and category in _LEANS_MAILBOX:
+                elif this is not None and answers_us and _leans_mailbox(category, this):
                     # an answer that leans to a mailbox or a carrier, too weakly to
                     # correct the person ("I'm sorry, the person you're calling ...
                     # leave my making after the map"): not the person's answer either;
@@ -1053,6 +1053,16 @@ class AmdDetector:
 #: What a callee's answer to us may lean to without correcting a provisional person:
 #: the lean does not confirm the person either.
 _LEANS_MAILBOX = frozenset({"machine-vm", "machine-unavailable"})
+
+
+def _leans_mailbox(category: AmdCategory, turn: _Turn) -> bool:
+    """Whether an answer leans to a mailbox or a carrier: read so as a whole, or a
+    mailbox's or carrier's phrase heard in it as a hint ("... Please leave my making
+    after the map" read as a person's words, with "please leave" in them)."""
+    hint = turn.verdict
+    return category in _LEANS_MAILBOX or (hint is not None and hint.category in _LEANS_MAILBOX)
+
+
 #: Machine stages a person may take over from (a menu or a screener put us through,
 #: or a mailbox's owner picked up): the person's verdict is provisional there too.
 _PUT_THROUGH_FROM = frozenset({"machine-ivr", "machine-screening", "machine-vm"})

@@ -322,6 +322,47 @@ def test_an_answer_that_leans_voicemail_does_not_confirm_the_person() -> None:
     assert call.completions == []
 
 
+def test_an_answer_read_as_a_persons_with_a_mailbox_hint_does_not_confirm_the_person() -> None:
+    """The same rollover read as a person's words (0.7) with a mailbox's hint in them
+    ("please leave"): the hint holds the verdict for the beep, as a lean does."""
+
+    def persons(req: Classify) -> Answer | None:
+        if req.turn == 1:
+            return ("human", 0.7, "test: reads as a person")
+        return lexical(req)
+
+    call = Timeline(classifier=persons)
+    call.answered(0.0)
+    call.say(0.5, 1.0, "Hello?")
+    call.run_until(1.6)
+    assert call.predictions[-1].provisional
+    call.agent(1.8, 3.5, "Hi, this is Sam from Greenfield.")
+    call.say(4.2, 7.0, "I'm a person you're calling. Please leave my making after the map.")
+    call.run_until(8.3)  # a person's answer without the hint is confirmed at 8.0
+    assert call.completions == []
+    assert call.detector.provisional
+    call.tone(8.4, "beep", 7.9, 8.3)
+    assert call.detector.stage == "machine-vm"
+    assert call.completions == []
+
+
+def test_an_answer_without_a_mailbox_hint_still_confirms_the_person() -> None:
+    def persons(req: Classify) -> Answer | None:
+        if req.turn == 1:
+            return ("human", 0.7, "test: reads as a person")
+        return lexical(req)
+
+    call = Timeline(classifier=persons)
+    call.answered(0.0)
+    call.say(0.5, 1.0, "Hello?")
+    call.run_until(1.6)
+    call.agent(1.8, 3.5, "Hi, this is Sam from Greenfield.")
+    call.say(4.2, 7.0, "Oh hi, yes, I was expecting your call.")
+    call.run_until(12.0)
+    assert call.completed.category == "human"
+    assert call.completed_at() == pytest.approx(8.0)  # no wait for a beep
+
+
 def _hi_then_a_greeting_that_leans_voicemail() -> Timeline:
     """ "Hello?" (a provisional person at 1.5), then a greeting whose mailbox phrase the
     recogniser lost, ending just as the confirm window closes (7.5)."""
