@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .menu_shapes import is_press_like
-from .phrases import NUMBER_WORDS, misheard_keys
+from .menu_shapes import NUMBER_WORDS, is_press_like
+from .phrases import misheard_keys
 from .tolerance import SOUND_ALIKE, word_quality
 
 __all__ = [

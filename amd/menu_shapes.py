@@ -42,6 +42,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "DAMAGED",
+    "NUMBER_WORDS",
     "damaged_menu_cues",
     "glued_key",
     "is_press_like",
@@ -78,9 +79,10 @@ _KEY_HOMOPHONES = {
     "oh": "0",
 }
 _KEY_WORDS = frozenset({"pound", "star", "hash", "zero"})
-#: Keys written as words ("Great One"): read as keys only in an option's frame,
-#: where nothing else follows the verb (elsewhere "great one" is a person's praise).
-_NUMBER_WORDS = {
+#: Keys written as words, for every reader of keys (amd/phrases.py, amd/ivr.py). Here
+#: ("Great One") they are read as keys only in an option's frame, where nothing else
+#: follows the verb (elsewhere "great one" is a person's praise).
+NUMBER_WORDS: dict[str, str] = {
     w: str(d) for d, w in enumerate("zero one two three four five six seven eight nine".split())
 }
 #: Key homophones too common to mark one option on their own ("great to", "pray for").
@@ -419,7 +421,7 @@ def parallel_options(text: str) -> list[Cue]:
         if frame is None:
             continue
         tail = sentence.group().partition(",")[2].lower()
-        keys = [_NUMBER_WORDS.get(t, t) for t in re.findall(r"[a-z0-9]+", tail)]
+        keys = [NUMBER_WORDS.get(t, t) for t in re.findall(r"[a-z0-9]+", tail)]
         if keyed_option(keys) or _pressed(sentence.group()):
             start = len(text[: sentence.start()].split())
             return [("machine-ivr", "menu option: framed, its key verb damaged", start, DAMAGED)]

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from agent.core.messages import AmdCategory
 from amd.cues import carrier_cues, menu_cues, screener_cues
 from amd.fsm import Prediction
-from amd.menu_shapes import DAMAGED, parallel_options
+from amd.menu_shapes import DAMAGED, NUMBER_WORDS, parallel_options
 from amd.tolerance import FUNCTION_WORDS, split_glued, word_quality
 
 __all__ = [
@@ -256,18 +256,6 @@ PACKS: dict[AmdCategory, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "wait": (WAIT_STRONG, WAIT_HINTS),
 }
 
-NUMBER_WORDS: dict[str, str] = {
-    "zero": "0",
-    "one": "1",
-    "two": "2",
-    "three": "3",
-    "four": "4",
-    "five": "5",
-    "six": "6",
-    "seven": "7",
-    "eight": "8",
-    "nine": "9",
-}
 _CONTRACTIONS: tuple[tuple[str, str], ...] = (
     # "You've reached" with its "'ve" lost, opening a sentence ("You reach the billing
     # department"; not "can you reach him", nor "you reached out to us")
