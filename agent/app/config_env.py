@@ -52,14 +52,15 @@ def model_key(message: str, models: Any) -> str:
         message: The registry's error message.
         models: The config's ``ModelsConfig``.
     """
-    if "option" in message:
-        # the registry names the model string first: "<spec>: unknown option(s) ..."
-        for kind in ("stt", "llm"):
-            spec = getattr(models, kind)
-            if getattr(models, f"{kind}_options") and message.startswith(f"{spec}:"):
-                return f"models.{kind}_options"
-        if models.llm_options:
-            return "models.llm_options"
+    # the registry names the model string first: "<spec>: unknown option(s) ...", or
+    # a plugin's "<spec>: ... got an unexpected keyword argument ..."
+    about_options = "option" in message or "argument" in message
+    for kind in ("stt", "llm"):
+        spec = getattr(models, kind)
+        if about_options and getattr(models, f"{kind}_options") and message.startswith(f"{spec}:"):
+            return f"models.{kind}_options"
+    if "option" in message and models.llm_options:
+        return "models.llm_options"
     for key, value in models.model_dump().items():
         if isinstance(value, str) and value and value in message:
             return f"models.{key}"

@@ -101,3 +101,34 @@ def test_a_recorded_calls_override_names_the_call_file_and_line(tmp_path: Path) 
     with pytest.raises(ConfigError) as info:
         load_config().with_overrides({"turn": {"end_of_turn": "lexicl"}}, source=str(call))
     assert str(info.value).startswith(f"{call}:4: agent.turn.end_of_turn:")
+
+
+@pytest.mark.parametrize(
+    ("models", "message", "key"),
+    [
+        (
+            {"stt_options": {"beam": 2}},
+            "local/whisper-tiny.en: unknown option(s) beam; expected: ...",
+            "models.stt_options",
+        ),
+        (
+            {"stt": "openai/gpt-4o-transcribe", "stt_options": {"beam": 2}},
+            "openai/gpt-4o-transcribe: STT.__init__() got an unexpected keyword argument 'beam'",
+            "models.stt_options",
+        ),
+        (
+            {"llm_options": {"max_tokenz": 5}},
+            "local/smollm2-135m: unknown option(s) max_tokenz; expected: ...",
+            "models.llm_options",
+        ),
+        # no options set: the error is about the model string itself
+        ({"stt": "nosuch/stt"}, "unknown stt 'nosuch/stt'", "models.stt"),
+    ],
+)
+def test_a_model_error_names_the_key_it_is_about(
+    models: dict[str, object], message: str, key: str
+) -> None:
+    from agent.app.config import ModelsConfig
+    from agent.app.config_env import model_key
+
+    assert model_key(message, ModelsConfig(**models)) == key
