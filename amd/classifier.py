@@ -87,6 +87,13 @@ _PERSON_MARKERS: tuple[str, ...] = (
 #: "this is Naomi": a person naming themselves (a recording may too, but it
 #: then goes on with voicemail words, which win).
 _NAMED = re.compile(r"(?:^| )(?:this is|it is|my name is|i am) ([a-z]+)")
+#: The speaker says they are away: a mailbox's owner ("Hi, this is Tom. I'm not
+#: around right now"). Whoever picks a call up is there to take it, so with more
+#: of a mailbox's words beside it, the owner's name counts for nothing.
+_AWAY = re.compile(
+    r"(?:^| )(?:(?:i am|we are) (?:not (?:around|here|home|available)|away|unavailable)"
+    r"|(?:i|we) cannot come to the phone)(?: |$)"
+)
 _NOT_NAMES = frozenset(
     "a an the not no to for your our my his her their just only being calling "
     "recorded automated sorry here there probably really just actually also still "
@@ -218,6 +225,16 @@ def score_turn(
     markers = person_markers(text)
     opener = words[0] in _OPENERS
     lean = [m for m in _MACHINE_LEAN if _has(text, m)]
+    if (
+        markers
+        and latest is not None
+        and (len(latest.phrases) >= 2 or lean)
+        and _AWAY.search(text)
+        and not history[-1].rstrip().endswith("?")
+    ):
+        # "Hi, this is Tom. I'm not around right now, so ... message and I'll get back
+        # to you": the name is the mailbox owner's; a person's own phrases still count
+        markers = [m for m in markers if m in _PERSON_MARKERS]
     score = 0.0
     if latest is not None:
         score += 0.35 * len(latest.phrases)

@@ -208,6 +208,35 @@ def test_a_greeting_that_says_its_owner_is_not_around_leans_voicemail() -> None:
     assert v.confidence < 0.85
 
 
+def test_an_owner_who_names_themselves_and_is_away_leans_voicemail() -> None:
+    # "so leave a message" lost; the name is the mailbox owner's
+    v = score_turn(
+        ["Hi, this is Tom. I'm not around right now. A re-re-message and I'll get back to you."]
+    )
+    assert v.category == "machine-vm"
+    assert v.confidence < 0.85
+    assert not v.person_markers
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # asks us: a person who cannot talk now
+        "Hi, this is Dana. I'm not available right now, can I call you back?",
+        # someone else is away: a receptionist
+        "Hi, this is Dana, he's not around right now. I'll have him call you back.",
+        # a person's own phrase beside the name
+        "Hi, Dana speaking. I'm not around right now, so I'll call you back.",
+        # away, and nothing else of a mailbox
+        "Hi, this is Dana. I'm not home right now.",
+    ],
+)
+def test_a_person_who_names_themselves_and_says_they_are_busy_stays_a_person(
+    text: str,
+) -> None:
+    assert score_turn([text]).category == "human"
+
+
 def test_please_leave_without_what_to_leave_is_no_voicemail_lean() -> None:
     # a receptionist's "Thanks for calling Oakridge Pharmacy, this is Devon" as whisper
     # heard it in espeak-ng en-029: the voicemail message went to the person
