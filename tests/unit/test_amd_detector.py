@@ -180,9 +180,9 @@ class Timeline:
         return at
 
 
-def hello() -> Timeline:
+def hello(classifier: Callable[[Classify], Answer | None] = lexical) -> Timeline:
     """Answer at 0, "Hello?" from 0.5 to 1.0: a provisional person at 1.5."""
-    call = Timeline()
+    call = Timeline(classifier=classifier)
     call.answered(0.0)
     call.say(0.5, 1.0, "Hello?")
     call.run_until(1.6)
@@ -296,23 +296,24 @@ def test_a_beep_in_the_provisional_window_corrects_the_person() -> None:
     assert call.completed.stages == ("machine-vm",)
 
 
+def greeted_then_read_as(answer: Answer) -> Timeline:
+    """:func:`hello`, then the agent's greeting from 1.8 to 3.5; the classifier reads
+    the callee's next turn (turn 1) as ``answer``."""
+
+    def reads(req: Classify) -> Answer | None:
+        return answer if req.turn == 1 else lexical(req)
+
+    call = hello(reads)
+    call.agent(1.8, 3.5, "Hi, this is Sam from Greenfield.")
+    return call
+
+
 def test_an_answer_that_leans_voicemail_does_not_confirm_the_person() -> None:
     """The screener's rollover after our greeting: "I'm sorry, the person you're
     calling is unavailable. Please leave a message after the beep." came back as
     words that lean to a mailbox too weakly to correct the person. They are no
     person's answer either: the beep after them still corrects the verdict."""
-
-    def leaning(req: Classify) -> Answer | None:
-        if req.turn == 1:
-            return ("machine-vm", 0.6, "test: leans voicemail")
-        return lexical(req)
-
-    call = Timeline(classifier=leaning)
-    call.answered(0.0)
-    call.say(0.5, 1.0, "Hello?")
-    call.run_until(1.6)
-    assert call.predictions[-1].provisional
-    call.agent(1.8, 3.5, "Hi, this is Sam from Greenfield.")
+    call = greeted_then_read_as(("machine-vm", 0.6, "test: leans voicemail"))
     call.say(4.2, 7.0, "I'm a person you're calling in one of my rules.")
     call.run_until(7.5)
     assert call.completions == []
@@ -322,21 +323,14 @@ def test_an_answer_that_leans_voicemail_does_not_confirm_the_person() -> None:
     assert call.completions == []
 
 
+#: the classifier reads the answer as a person's words
+_READ_AS_PERSONS: Answer = ("human", 0.7, "test: reads as a person")
+
+
 def test_an_answer_read_as_a_persons_with_a_mailbox_hint_does_not_confirm_the_person() -> None:
     """The same rollover read as a person's words (0.7) with a mailbox's hint in them
     ("please leave"): the hint holds the verdict for the beep, as a lean does."""
-
-    def persons(req: Classify) -> Answer | None:
-        if req.turn == 1:
-            return ("human", 0.7, "test: reads as a person")
-        return lexical(req)
-
-    call = Timeline(classifier=persons)
-    call.answered(0.0)
-    call.say(0.5, 1.0, "Hello?")
-    call.run_until(1.6)
-    assert call.predictions[-1].provisional
-    call.agent(1.8, 3.5, "Hi, this is Sam from Greenfield.")
+    call = greeted_then_read_as(_READ_AS_PERSONS)
     call.say(4.2, 7.0, "I'm a person you're calling. Please leave my making after the map.")
     call.run_until(8.3)  # a person's answer without the hint is confirmed at 8.0
     assert call.completions == []
@@ -347,16 +341,7 @@ def test_an_answer_read_as_a_persons_with_a_mailbox_hint_does_not_confirm_the_pe
 
 
 def test_an_answer_without_a_mailbox_hint_still_confirms_the_person() -> None:
-    def persons(req: Classify) -> Answer | None:
-        if req.turn == 1:
-            return ("human", 0.7, "test: reads as a person")
-        return lexical(req)
-
-    call = Timeline(classifier=persons)
-    call.answered(0.0)
-    call.say(0.5, 1.0, "Hello?")
-    call.run_until(1.6)
-    call.agent(1.8, 3.5, "Hi, this is Sam from Greenfield.")
+    call = greeted_then_read_as(_READ_AS_PERSONS)
     call.say(4.2, 7.0, "Oh hi, yes, I was expecting your call.")
     call.run_until(12.0)
     assert call.completed.category == "human"

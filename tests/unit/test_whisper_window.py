@@ -139,9 +139,12 @@ def test_decodes_sample_at_rising_temperatures_only_when_asked(
     assert call["beam_size"] == 5
 
 
-def test_the_stt_passes_its_fallback_option_to_every_decode(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _decode_calls(
+    monkeypatch: pytest.MonkeyPatch, *decodes: tuple[dict[str, object], str | None]
+) -> list[dict[str, object]]:
+    """Decode one second of silence, once per ``(options, prompt)``, with the local STT
+    built with those options and ``prompt`` given to ``transcribe``, on a stand-in
+    model; returns what each decode asked of the model."""
     import numpy as np
 
     from agent.models import build_stt, whisper_stt
@@ -149,34 +152,32 @@ def test_the_stt_passes_its_fallback_option_to_every_decode(
     model = _Model()
     monkeypatch.setattr(whisper_stt, "load_whisper_model", lambda _opts: model)
     audio = np.zeros(whisper_stt.WHISPER_SAMPLE_RATE, dtype=np.float32)
-    default = build_stt("local/whisper-tiny.en")
-    assert isinstance(default, whisper_stt.WhisperSTT)
-    default.transcribe(audio)
-    sampled = build_stt("local/whisper-tiny.en", temperature_fallback=True)
-    assert isinstance(sampled, whisper_stt.WhisperSTT)
-    sampled.transcribe(audio)
-    assert [c["temperature"] for c in model.calls] == [[0.0], [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]]
+    for options, prompt in decodes:
+        stt = build_stt("local/whisper-tiny.en", **options)
+        assert isinstance(stt, whisper_stt.WhisperSTT)
+        stt.transcribe(audio, prompt=prompt)
+    return model.calls
+
+
+def test_the_stt_passes_its_fallback_option_to_every_decode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _decode_calls(monkeypatch, ({}, None), ({"temperature_fallback": True}, None))
+    assert [c["temperature"] for c in calls] == [[0.0], [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]]
 
 
 def test_the_initial_prompt_option_is_the_prompt_of_a_decode_with_nothing_said_before(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import numpy as np
-
-    from agent.models import build_stt, whisper_stt
-
-    model = _Model()
-    monkeypatch.setattr(whisper_stt, "load_whisper_model", lambda _opts: model)
-    audio = np.zeros(whisper_stt.WHISPER_SAMPLE_RATE, dtype=np.float32)
-    plain = build_stt("local/whisper-tiny.en")
-    assert isinstance(plain, whisper_stt.WhisperSTT)
-    plain.transcribe(audio)
-    prompted = build_stt("local/whisper-tiny.en", initial_prompt="Hello?")
-    assert isinstance(prompted, whisper_stt.WhisperSTT)
-    prompted.transcribe(audio)
-    # the words cut before an utterance's tail stay its prompt
-    prompted.transcribe(audio, prompt="Thanks for calling.")
-    assert [c["initial_prompt"] for c in model.calls] == [None, "Hello?", "Thanks for calling."]
+    prompted = {"initial_prompt": "Hello?"}
+    calls = _decode_calls(
+        monkeypatch,
+        ({}, None),
+        (prompted, None),
+        # the words cut before an utterance's tail stay its prompt
+        (prompted, "Thanks for calling."),
+    )
+    assert [c["initial_prompt"] for c in calls] == [None, "Hello?", "Thanks for calling."]
 
 
 @pytest.mark.parametrize(
