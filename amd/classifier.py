@@ -225,12 +225,13 @@ def score_turn(
     markers = person_markers(text)
     opener = words[0] in _OPENERS
     lean = [m for m in _MACHINE_LEAN if _has(text, m)]
+    asks = history[-1].rstrip().endswith("?")
     if (
         markers
         and latest is not None
         and (len(latest.phrases) >= 2 or lean)
         and _AWAY.search(text)
-        and not history[-1].rstrip().endswith("?")
+        and not asks
     ):
         # "Hi, this is Tom. I'm not around right now, so ... message and I'll get back
         # to you": the name is the mailbox owner's; a person's own phrases still count
@@ -262,7 +263,7 @@ def score_turn(
         and not lean
         and len(words) >= 3
         and "i" in words
-        and history[-1].rstrip().endswith("?")
+        and asks
     )
     # after the menu or the screener said it is putting us through ("Connecting you to our
     # refill team.", "One moment while we find an available agent.") or the line rang
