@@ -103,7 +103,9 @@ _NOT_NAMES = frozenset(
     "in on at of by from with into over under after before until "
     # how one is, not who: "I am certain you ...", "it is fine"
     "certain sure afraid glad happy pleased fine good okay ok great well ready able "
-    "back done".split()
+    "back done "
+    # an informal auxiliary: "I'm gonna ..." says what one will do, not who one is
+    "gonna wanna gotta".split()
 )
 
 #: Words that lean towards a recording or a system (each adds a little).

@@ -57,6 +57,12 @@ def test_person_markers_make_a_confident_human(text: str) -> None:
         # how one is, not who: no name
         "for the service and runtime, I am certain you.",
         "It is fine, it is done.",
+        # an informal auxiliary says what one will do, not who one is (the start of
+        # a screener's rollover, cut where the recogniser handed it over)
+        "I'm gonna...",
+        "I'm gonna put you through.",
+        "I'm gotta go.",
+        "I am wanna be there.",
     ],
 )
 def test_words_without_person_markers_are_an_unsure_human(text: str) -> None:
