@@ -935,11 +935,13 @@ class AmdDetector:
                 if acknowledged:
                     s.confirm_due = False
                     out.append(ArmTimer("confirm", t + self.cfg.human_confirm_window))
-                elif this is not None and answers_us and _leans_mailbox(category, this):
-                    # an answer that leans to a mailbox or a carrier, too weakly to
-                    # correct the person ("I'm sorry, the person you're calling ...
-                    # leave my making after the map"): not the person's answer either;
-                    # the beep that may follow still has its time (``_maybe_confirm``)
+                elif this is not None and _leans_mailbox(category, this):
+                    # words that lean to a mailbox or a carrier, too weakly to correct
+                    # the person ("I'm sorry, the person you're calling ... leave my
+                    # making after the map"), whether they answer us or were said
+                    # before we spoke again (a screener's rollover to a mailbox): no
+                    # person's answer; the beep that may follow still has its time
+                    # (``_maybe_confirm``)
                     s.vm_lean_end = this.end if this.end is not None else t
                 elif answers_us and category != "wait":
                     return self._confirm(t, "the callee answered without voicemail evidence")

@@ -340,6 +340,30 @@ def test_an_answer_read_as_a_persons_with_a_mailbox_hint_does_not_confirm_the_pe
     assert call.completions == []
 
 
+def test_words_before_we_spoke_again_with_a_mailbox_hint_do_not_confirm_the_person() -> None:
+    """A screener's rollover heard in two pieces: the first made a provisional person,
+    and the second, with a mailbox's hint in it, came before the agent spoke again, so
+    it answers nothing; the hint still gives the beep after it its time."""
+    call = hello()
+    call.say(1.6, 2.2, "Oh.")  # the person's verdict holds; we have not spoken since
+    call.run_until(2.8)
+    call.say(3.0, 7.0, "I'm a person you're calling. Please leave my making after the map.")
+    call.run_until(8.3)  # the confirm window closed at 7.5
+    assert call.completions == []
+    assert call.detector.provisional
+    call.tone(8.4, "beep", 7.9, 8.3)
+    assert call.detector.stage == "machine-vm"
+    assert call.completions == []
+
+
+def test_a_persons_own_words_without_a_mailbox_hint_are_confirmed_with_the_window() -> None:
+    call = hello()
+    call.say(3.0, 7.0, "Sorry, I was just in the middle of something, who is this?")
+    call.run_until(12.0)
+    assert call.completed.category == "human"
+    assert call.completed_at() == pytest.approx(7.5)  # 0.5 s grace after the words
+
+
 def test_an_answer_without_a_mailbox_hint_still_confirms_the_person() -> None:
     call = greeted_then_read_as(_READ_AS_PERSONS)
     call.say(4.2, 7.0, "Oh hi, yes, I was expecting your call.")
