@@ -287,6 +287,10 @@ class AmdActor(Actor):
         self._readings: dict[str, None] = {}
         self.tones = ToneListener(sample_rate, self.cfg, bus.publish, call_id)
         self.answered_at: float | None = None
+        #: the loop time of the call's first event: the detector's clock starts there
+        self._origin: float | None = None
+        #: when each armed timer is due on the detector's clock
+        self._due: dict[str, float] = {}
         bus.subscribe(self.SUBSCRIBES, self)
 
     def audio_tap(self, t: float, samples: np.ndarray) -> None:
@@ -296,21 +300,42 @@ class AmdActor(Actor):
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
 
+    def _rel(self, at: float) -> float:
+        """A loop time on the detector's clock: seconds since the call's first event,
+        to the microsecond.
+
+        The detector compares spans with thresholds ("a greeting of at most 1.2 s").
+        A span taken between two loop times carries float error that depends on how
+        far the loop's clock has run (1.2 is 1.1999999999999993 at one start and
+        1.2000000000000002 at another), so on loop time the same call could be decided
+        two ways depending on when it started: alone or after other calls in a replay,
+        or anywhere in a worker's life. On this clock it is decided one way.
+        """
+        if self._origin is None:
+            self._origin = at
+        return round(at - self._origin, 6)
+
+    def _abs(self, rel: float) -> float:
+        """A time on the detector's clock back on the loop's."""
+        assert self._origin is not None, "the detector's clock starts with the first event"
+        return self._origin + rel
+
     async def receive(self, msg: Any) -> Any:
         if not self.enabled:
             return None
         d = self.detector
-        t = self._now()
+        rel = self._rel
+        t = rel(self._now())
         out: list[Output] = []
         match msg.kind:
             case "call_answered":
                 self.answered_at = msg.at
                 self.tones.active = True
-                out = d.answered(msg.at)
+                out = d.answered(rel(msg.at))
             case "user_speech_started":
-                out = d.speech_started(msg.at)
+                out = d.speech_started(rel(msg.at))
             case "user_speech_stopped":
-                out = d.speech_stopped(msg.at, msg.at - self.speech_end_offset)
+                out = d.speech_stopped(rel(msg.at), rel(msg.at - self.speech_end_offset))
             case "user_transcript" if msg.final:
                 out = d.transcript(t, msg.text, readings=tuple(self._readings))
                 self._readings = {}
@@ -326,14 +351,15 @@ class AmdActor(Actor):
             case "dtmf_sent":
                 out = d.dtmf_sent(t, msg.digits)
             case "amd_tone":
-                out = d.tone(t, msg.tone, msg.start, msg.end)
+                out = d.tone(t, msg.tone, rel(msg.start), rel(msg.end))
             case "amd_classified":
                 out = d.classified(t, msg.turn, msg.category, msg.confidence, msg.reason)
             case "timer_fired" if msg.name == "settle" and self.tones.tone_active:
                 # a tone is playing (a beep after a short greeting?): decide once it ends
                 out = [ArmTimer("settle", t + 0.1)]
             case "timer_fired":
-                out = d.timer(t, msg.name)
+                # at the time the detector asked for, not a microsecond before it
+                out = d.timer(max(t, self._due.pop(msg.name, t)), msg.name)
             case "voicemail_left":
                 out = d.voicemail_left(t)
             case "call_ended":
@@ -349,8 +375,10 @@ class AmdActor(Actor):
         for o in outputs:
             match o:
                 case ArmTimer(name=name, at=at):
-                    self.start_timer(name, at=at)
+                    self._due[name] = at
+                    self.start_timer(name, at=self._abs(at))
                 case CancelTimer(name=name):
+                    self._due.pop(name, None)
                     self.cancel_timer(name)
                 case Classify():
                     self.spawn(self._classify(o), name="amd:classify")
@@ -358,7 +386,7 @@ class AmdActor(Actor):
                     self.bus.publish(
                         AmdPrediction(
                             call_id=self.call_id,
-                            at=o.at,
+                            at=self._abs(o.at),
                             category=o.category,
                             stage=o.stage,
                             final=False,
@@ -382,7 +410,7 @@ class AmdActor(Actor):
                             at=loop.time(),
                             category=o.category,
                             stages=o.stages,
-                            decided_at=o.decided_at,
+                            decided_at=(None if o.decided_at is None else self._abs(o.decided_at)),
                             reason=o.reason,
                         )
                     )

@@ -577,8 +577,10 @@ class AmdDetector:
         if self.fsm.stage != "uncertain" or s.speech_start is None or s.last_speech_end is None:
             return []
         voiced = s.last_speech_end - s.speech_start
-        if voiced > self.cfg.short_greeting_seconds:
-            return []  # a longer greeting: wait for its words
+        if voiced > self.cfg.short_greeting_seconds + 1e-6:
+            # a longer greeting: wait for its words ("at most" the limit: a span of
+            # exactly the limit, a hair over it in float arithmetic, is short)
+            return []
         out = self._predict(
             t,
             0,

@@ -1,0 +1,103 @@
+"""The AMD actor decides a call the same way whenever on the loop's clock it starts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agent.core.bus import Bus
+from agent.core.clock import VirtualClockLoop
+from agent.core.messages import AmdPrediction, CallAnswered, UserSpeechStarted, UserSpeechStopped
+from amd.actor import AmdActor
+from amd.config import AmdConfig
+
+#: starts whose float error differs: 1.8 - 0.6 on their clocks is 1.2 or a hair off it
+_STARTS = (0.0, 7.0, 10.0, 25.8, 1000.3, 86_400.7, 1_234_567.1)
+
+
+def _verdicts(origin: float, limit: float) -> list[tuple[str, str, float]]:
+    """A 1.2 s greeting from 0.6 s after an answer at loop time ``origin``, with the
+    timing rule's limit at ``limit``: what AMD predicts, and when after the answer."""
+    seen: list[tuple[str, str, float]] = []
+
+    async def call() -> None:
+        bus = Bus("c1")
+        amd = AmdActor(call_id="c1", bus=bus, config=AmdConfig(short_greeting_seconds=limit))
+
+        def heard(msg: Any) -> None:
+            assert isinstance(msg, AmdPrediction)
+            seen.append((msg.category, msg.reason, round(msg.at - origin, 6)))
+
+        bus.subscribe("amd_prediction", heard)
+        running = asyncio.create_task(amd.run())
+        loop = asyncio.get_running_loop()
+        for after, msg in ((0.0, CallAnswered), (0.6, UserSpeechStarted), (1.8, UserSpeechStopped)):
+            await asyncio.sleep(origin + after - loop.time())
+            await amd.tell(msg(call_id="c1", at=loop.time()))
+        await asyncio.sleep(0.8)  # the person verdict is due 0.3 s after the greeting
+        amd.stop()
+        await running
+
+    loop = VirtualClockLoop(start=origin)
+    try:
+        loop.run_until_complete(call())
+    finally:
+        loop.close()
+    return seen
+
+
+@pytest.mark.parametrize("origin", _STARTS)
+def test_a_greeting_as_long_as_the_limit_is_short_whenever_the_call_starts(
+    origin: float,
+) -> None:
+    """The limit is "at most": on loop time the same greeting was a person at one
+    start and a hair too long at another, so a call replayed alone and after other
+    calls was decided two ways."""
+    ((category, reason, at),) = _verdicts(origin, 1.2)
+    assert (category, at) == ("human", 2.1)  # 0.3 s of silence after the greeting
+    assert reason.startswith("timing: 1.20 s greeting then silence")
+
+
+@pytest.mark.parametrize("origin", _STARTS)
+def test_a_greeting_over_the_limit_waits_for_its_words_whenever_the_call_starts(
+    origin: float,
+) -> None:
+    assert _verdicts(origin, 1.19) == []
+
+
+@pytest.mark.parametrize("origin", _STARTS)
+def test_the_detector_reads_every_call_on_a_clock_from_its_first_event(
+    origin: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every span the detector compares with a threshold (pauses, silences,
+    monologues) is then the same number whenever the call started."""
+    calls: list[tuple[str, tuple[float, ...]]] = []
+
+    def spy(name: str) -> Any:
+        def record(*times: float) -> list[Any]:
+            calls.append((name, times))
+            return []
+
+        return record
+
+    async def call() -> None:
+        amd = AmdActor(call_id="c1", bus=Bus("c1"))
+        for name in ("answered", "speech_started", "speech_stopped"):
+            monkeypatch.setattr(amd.detector, name, spy(name))
+        loop = asyncio.get_running_loop()
+        for after, msg in ((0.0, CallAnswered), (0.6, UserSpeechStarted), (1.8, UserSpeechStopped)):
+            await asyncio.sleep(origin + after - loop.time())
+            await amd.receive(msg(call_id="c1", at=loop.time()))
+
+    loop = VirtualClockLoop(start=origin)
+    try:
+        loop.run_until_complete(call())
+    finally:
+        loop.close()
+    assert calls == [
+        ("answered", (0.0,)),
+        ("speech_started", (0.6,)),
+        ("speech_stopped", (1.8, 1.8)),
+    ]
