@@ -285,7 +285,7 @@ class AmdActor(Actor):
         self.speech_end_offset = speech_end_offset
         # the interim readings of the utterance being transcribed, each once
         self._readings: dict[str, None] = {}
-        self.tones = ToneListener(sample_rate, self.cfg, bus.publish, call_id)
+        self.tones = ToneListener(sample_rate, self.cfg, self._publish_tone, call_id)
         self.answered_at: float | None = None
         #: the loop time of the call's first event: the detector's clock starts there
         self._origin: float | None = None
@@ -294,8 +294,16 @@ class AmdActor(Actor):
         bus.subscribe(self.SUBSCRIBES, self)
 
     def audio_tap(self, t: float, samples: np.ndarray) -> None:
-        """The transport calls this with every callee frame (loop time, float32 samples)."""
-        self.tones.push(t, samples)
+        """The transport calls this with every callee frame (loop time, float32 samples).
+
+        The listener hears them on the detector's clock, like every other event."""
+        self.tones.push(self._rel(t), samples)
+
+    def _publish_tone(self, tone: AmdTone) -> None:
+        """A tone the listener heard, published with its times back on the loop's clock."""
+        self.bus.publish(
+            tone.model_copy(update={"start": self._abs(tone.start), "end": self._abs(tone.end)})
+        )
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()

@@ -5,11 +5,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import numpy as np
 import pytest
 
 from agent.core.bus import Bus
 from agent.core.clock import VirtualClockLoop
-from agent.core.messages import AmdPrediction, CallAnswered, UserSpeechStarted, UserSpeechStopped
+from agent.core.messages import (
+    AmdPrediction,
+    AmdTone,
+    CallAnswered,
+    UserSpeechStarted,
+    UserSpeechStopped,
+)
+from agent.telephony.sim.tones import silence, tone
 from amd.actor import AmdActor
 from amd.config import AmdConfig
 
@@ -101,3 +109,40 @@ def test_the_detector_reads_every_call_on_a_clock_from_its_first_event(
         ("speech_started", (0.6,)),
         ("speech_stopped", (1.8, 1.8)),
     ]
+
+
+def _tones(origin: float) -> list[tuple[str, float, float]]:
+    """A greeting's pause, a 0.5 s beep and a second of quiet, tapped in 20 ms frames
+    from loop time ``origin``: the tones published, their times after the first frame."""
+    seen: list[tuple[str, float, float]] = []
+
+    def heard(msg: Any) -> None:
+        assert isinstance(msg, AmdTone)
+        seen.append((msg.tone, round(msg.start - origin, 6), round(msg.end - origin, 6)))
+
+    async def call() -> None:
+        bus = Bus("c1")
+        bus.subscribe("amd_tone", heard)
+        amd = AmdActor(call_id="c1", bus=bus, sample_rate=8000)
+        audio = np.concatenate([silence(0.5, 8000), tone(1000, 0.5, 8000), silence(1.0, 8000)])
+        loop = asyncio.get_running_loop()
+        await amd.receive(CallAnswered(call_id="c1", at=loop.time()))
+        for i in range(0, audio.size - 160 + 1, 160):
+            amd.audio_tap(origin + i / 8000, audio[i : i + 160])
+
+    loop = VirtualClockLoop(start=origin)
+    try:
+        loop.run_until_complete(call())
+    finally:
+        loop.close()
+    return seen
+
+
+def test_a_beep_is_heard_at_the_same_place_in_the_call_whenever_it_starts() -> None:
+    """The tone listener compares its spans (a beep's length, the quiet after it) on
+    the detector's clock too; its tones are published back on the loop's, at the
+    same place in the call whatever the start."""
+    first = _tones(0.0)
+    assert [kind for kind, _, _ in first] == ["beep"]
+    for origin in _STARTS[1:]:
+        assert _tones(origin) == first, origin
