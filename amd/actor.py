@@ -366,8 +366,13 @@ class AmdActor(Actor):
                 # a tone is playing (a beep after a short greeting?): decide once it ends
                 out = [ArmTimer("settle", t + 0.1)]
             case "timer_fired":
-                # at the time the detector asked for, not a microsecond before it
-                out = d.timer(max(t, self._due.pop(msg.name, t)), msg.name)
+                due = self._due.get(msg.name)
+                if due is not None and due <= t + 1e-5:
+                    # at the time the detector asked for, not a microsecond before it
+                    # (a timer re-armed since it fired keeps its new time)
+                    del self._due[msg.name]
+                    t = max(t, due)
+                out = d.timer(t, msg.name)
             case "voicemail_left":
                 out = d.voicemail_left(t)
             case "call_ended":

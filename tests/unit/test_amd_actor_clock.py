@@ -14,11 +14,13 @@ from agent.core.messages import (
     AmdPrediction,
     AmdTone,
     CallAnswered,
+    TimerFired,
     UserSpeechStarted,
     UserSpeechStopped,
 )
 from agent.telephony.sim.tones import silence, tone
 from amd.actor import AmdActor
+from amd.detector import ArmTimer
 from amd.config import AmdConfig
 
 #: starts whose float error differs: 1.8 - 0.6 on their clocks is 1.2 or a hair off it
@@ -146,3 +148,45 @@ def test_a_beep_is_heard_at_the_same_place_in_the_call_whenever_it_starts() -> N
     assert [kind for kind, _, _ in first] == ["beep"]
     for origin in _STARTS[1:]:
         assert _tones(origin) == first, origin
+
+
+def _timer_seen_at(
+    origin: float, due: float, fired: float, monkeypatch: pytest.MonkeyPatch
+) -> float:
+    """The detector arms "settle" for ``due`` (seconds after the answer at loop time
+    ``origin``); its message is handled at ``fired``: the time the detector is told."""
+    told: list[float] = []
+
+    async def call() -> None:
+        amd = AmdActor(call_id="c1", bus=Bus("c1"))
+        loop = asyncio.get_running_loop()
+        await amd.receive(CallAnswered(call_id="c1", at=loop.time()))
+        amd._apply([ArmTimer("settle", due)], turn_id=None)
+        amd.cancel_timer("settle")  # delivered by hand below
+        monkeypatch.setattr(amd.detector, "timer", lambda t, name: told.append(t) or [])
+        await asyncio.sleep(origin + fired - loop.time())
+        await amd.receive(TimerFired(call_id="c1", at=loop.time(), name="settle"))
+
+    loop = VirtualClockLoop(start=origin)
+    try:
+        loop.run_until_complete(call())
+    finally:
+        loop.close()
+    (t,) = told
+    return t
+
+
+@pytest.mark.parametrize("origin", _STARTS)
+def test_a_timer_is_handled_at_the_time_the_detector_asked_for(
+    origin: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2.1 after the answer is 2.1 to the float, not 2.0999995 rounded down
+    assert _timer_seen_at(origin, 2.1, 2.1, monkeypatch) == 2.1
+
+
+def test_a_timer_re_armed_after_it_fired_does_not_move_the_detector_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The message of a timer that fired can wait in the mailbox while the detector
+    arms it again for later: it is handled at the time it came, not the new one."""
+    assert _timer_seen_at(25.8, 2.4, 2.1, monkeypatch) == pytest.approx(2.1, abs=1e-6)
