@@ -20,8 +20,8 @@ from agent.core.messages import (
 )
 from agent.telephony.sim.tones import silence, tone
 from amd.actor import AmdActor
-from amd.detector import ArmTimer
 from amd.config import AmdConfig
+from amd.detector import ArmTimer
 
 #: starts whose float error differs: 1.8 - 0.6 on their clocks is 1.2 or a hair off it
 _STARTS = (0.0, 7.0, 10.0, 25.8, 1000.3, 86_400.7, 1_234_567.1)
