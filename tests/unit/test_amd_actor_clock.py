@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,23 @@ from amd.detector import ArmTimer
 _STARTS = (0.0, 7.0, 10.0, 25.8, 1000.3, 86_400.7, 1_234_567.1)
 
 
+def _run_from(origin: float, call: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run ``call`` on a virtual clock that starts at loop time ``origin``."""
+    loop = VirtualClockLoop(start=origin)
+    try:
+        loop.run_until_complete(call())
+    finally:
+        loop.close()
+
+
+async def _greeting(origin: float, deliver: Callable[[Any], Awaitable[Any]]) -> None:
+    """The answer at ``origin``, then a greeting from 0.6 to 1.8 s after it."""
+    loop = asyncio.get_running_loop()
+    for after, msg in ((0.0, CallAnswered), (0.6, UserSpeechStarted), (1.8, UserSpeechStopped)):
+        await asyncio.sleep(origin + after - loop.time())
+        await deliver(msg(call_id="c1", at=loop.time()))
+
+
 def _verdicts(origin: float, limit: float) -> list[tuple[str, str, float]]:
     """A 1.2 s greeting from 0.6 s after an answer at loop time ``origin``, with the
     timing rule's limit at ``limit``: what AMD predicts, and when after the answer."""
@@ -42,19 +60,12 @@ def _verdicts(origin: float, limit: float) -> list[tuple[str, str, float]]:
 
         bus.subscribe("amd_prediction", heard)
         running = asyncio.create_task(amd.run())
-        loop = asyncio.get_running_loop()
-        for after, msg in ((0.0, CallAnswered), (0.6, UserSpeechStarted), (1.8, UserSpeechStopped)):
-            await asyncio.sleep(origin + after - loop.time())
-            await amd.tell(msg(call_id="c1", at=loop.time()))
+        await _greeting(origin, amd.tell)
         await asyncio.sleep(0.8)  # the person verdict is due 0.3 s after the greeting
         amd.stop()
         await running
 
-    loop = VirtualClockLoop(start=origin)
-    try:
-        loop.run_until_complete(call())
-    finally:
-        loop.close()
+    _run_from(origin, call)
     return seen
 
 
@@ -96,16 +107,9 @@ def test_the_detector_reads_every_call_on_a_clock_from_its_first_event(
         amd = AmdActor(call_id="c1", bus=Bus("c1"))
         for name in ("answered", "speech_started", "speech_stopped"):
             monkeypatch.setattr(amd.detector, name, spy(name))
-        loop = asyncio.get_running_loop()
-        for after, msg in ((0.0, CallAnswered), (0.6, UserSpeechStarted), (1.8, UserSpeechStopped)):
-            await asyncio.sleep(origin + after - loop.time())
-            await amd.receive(msg(call_id="c1", at=loop.time()))
+        await _greeting(origin, amd.receive)
 
-    loop = VirtualClockLoop(start=origin)
-    try:
-        loop.run_until_complete(call())
-    finally:
-        loop.close()
+    _run_from(origin, call)
     assert calls == [
         ("answered", (0.0,)),
         ("speech_started", (0.6,)),
@@ -132,11 +136,7 @@ def _tones(origin: float) -> list[tuple[str, float, float]]:
         for i in range(0, audio.size - 160 + 1, 160):
             amd.audio_tap(origin + i / 8000, audio[i : i + 160])
 
-    loop = VirtualClockLoop(start=origin)
-    try:
-        loop.run_until_complete(call())
-    finally:
-        loop.close()
+    _run_from(origin, call)
     return seen
 
 
@@ -167,11 +167,7 @@ def _timer_seen_at(
         await asyncio.sleep(origin + fired - loop.time())
         await amd.receive(TimerFired(call_id="c1", at=loop.time(), name="settle"))
 
-    loop = VirtualClockLoop(start=origin)
-    try:
-        loop.run_until_complete(call())
-    finally:
-        loop.close()
+    _run_from(origin, call)
     (t,) = told
     return t
 
