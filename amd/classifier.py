@@ -192,6 +192,22 @@ def person_markers(text: str) -> list[str]:
     return found
 
 
+#: A question tag ("..., don't you?", "..., isn't it?") once normalised: an auxiliary,
+#: perhaps "not", and a pronoun.
+_TAG = re.compile(
+    r"^(?:do|does|did|is|are|was|were|will|would|can|could|have|has|had|should|shall)"
+    r"(?: not)? (?:you|it|i|we|they|he|she|there)$"
+)
+
+
+def _tag_only(text: str) -> bool:
+    """Whether the only question in ``text`` is a tag on its last clause ("... and I'll
+    get hurt, don't you?", what whisper tiny.en made of "... and I'll get back to
+    you"): it asks nothing of the caller."""
+    clauses = [c for c in re.split(r"[,.;:!?]", text) if c.strip()]
+    return bool(clauses) and _TAG.match(normalise(clauses[-1])) is not None
+
+
 def score_turn(
     history: Sequence[str],
     *,
@@ -233,7 +249,7 @@ def score_turn(
         and latest is not None
         and (len(latest.phrases) >= 2 or lean)
         and _AWAY.search(text)
-        and not asks
+        and not (asks and not _tag_only(history[-1]))
     ):
         # "Hi, this is Tom. I'm not around right now, so ... message and I'll get back
         # to you": the name is the mailbox owner's; a person's own phrases still count

@@ -511,6 +511,13 @@ _BARE_NUMBER_STATES = (*_INTERCEPT_ONLY, ("disconnected",), ("out", "of", "servi
 _APOLOGIES: tuple[tuple[str, ...], ...] = tuple(
     tuple(p.split()) for p in ("we are sorry", "i am sorry", "sorry")
 )
+#: The line named right after the apology, as a carrier goes on to its state: "I'm
+#: sorry, this number has been temporarily disconnected" as whisper tiny.en left it in
+#: two female espeak-ng voices ("I'm sorry, this number has been since we really
+#: can't see that ..."), the state lost where the frame survived.
+_NUMBER_HAS_BEEN: tuple[tuple[str, ...], ...] = tuple(
+    tuple(p.split()) for p in ("this number has been", "the number has been")
+)
 
 
 def _state_in(tokens: Sequence[str], states: tuple[tuple[str, ...], ...]) -> tuple[str, ...] | None:
@@ -523,14 +530,19 @@ def _state_in(tokens: Sequence[str], states: tuple[tuple[str, ...], ...]) -> tup
 
 def _apology_then_state(tokens: Sequence[str]) -> list[Cue]:
     """The turn opens with an apology and, within 20 words, a state only a carrier
-    announces ("I'm sorry, ... has been disconnected at the customer's request")."""
+    announces ("I'm sorry, ... has been disconnected at the customer's request"), or
+    right after it the number and "has been" (:data:`_NUMBER_HAS_BEEN`)."""
     opener = next((a for a in _APOLOGIES if _prompt_at(tokens, 0, a)), None)
     if opener is None:
         return []
     state = _state_in(tokens[len(opener) : len(opener) + 20], _INTERCEPT_ONLY)
-    if state is None:
-        return []
-    return [("machine-unavailable", f"carrier: an apology ... {' '.join(state)}", 0, DAMAGED)]
+    if state is not None:
+        return [("machine-unavailable", f"carrier: an apology ... {' '.join(state)}", 0, DAMAGED)]
+    if any(_prompt_at(tokens, len(opener), line) for line in _NUMBER_HAS_BEEN):
+        # nobody who answers opens by apologising for the state of the line they
+        # answer on
+        return [("machine-unavailable", "carrier: an apology, the number has been", 0, DAMAGED)]
+    return []
 
 
 def carrier_cues(tokens: Sequence[str]) -> list[Cue]:

@@ -207,11 +207,31 @@ def test_long_voicemail_like_turn_with_hints_is_a_machine() -> None:
 
 def test_a_greeting_that_says_its_owner_is_not_around_leans_voicemail() -> None:
     # "leave a message" lost ("ring my message"): the owner away, a message named
+    v = score_turn(["I listen to him, I'm not around right now, so ring my message."])
+    assert v.category == "machine-vm"
+    assert v.confidence < 0.85
+
+
+def test_a_greetings_promise_after_a_lost_verb_is_strong_voicemail() -> None:
+    # "so leave a message and I'll get back": the promise is strong on its own
     v = score_turn(
         ["I listen to him, I'm not around right now, so ring my message and I'll get back."]
     )
     assert v.category == "machine-vm"
-    assert v.confidence < 0.85
+    assert v.confidence >= 0.85
+
+
+def test_a_question_tag_does_not_make_an_away_owner_a_person() -> None:
+    # "... so leave a message and I'll get back to you" heard with a tag question at its
+    # end: it asks nothing of us, so the name is still the mailbox owner's
+    v = score_turn(
+        [
+            "Hi, this is Tom. I'm not around right now. Go read my message and I'll get "
+            "hurt, don't you?"
+        ]
+    )
+    assert v.category == "machine-vm"
+    assert not v.person_markers
 
 
 def test_an_owner_who_names_themselves_and_is_away_leans_voicemail() -> None:
@@ -235,6 +255,9 @@ def test_an_owner_who_names_themselves_and_is_away_leans_voicemail() -> None:
         "Hi, Dana speaking. I'm not around right now, so I'll call you back.",
         # away, and nothing else of a mailbox
         "Hi, this is Dana. I'm not home right now.",
+        # a real question after the tag's shape: it asks us something
+        "Hi, this is Dana. I'm not around right now, can you text me the message?",
+        "Hi, this is Dana. I'm not around right now, got a message for me, did you call?",
     ],
 )
 def test_a_person_who_names_themselves_and_says_they_are_busy_stays_a_person(

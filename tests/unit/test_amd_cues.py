@@ -86,6 +86,13 @@ def test_screeners_are_not_menus(text: str) -> None:
         "Hello, Nguyen residence.",
         "I'll be there at one for lunch.",
         "She's not available, try again later.",
+        # an apology that names no line, or a line without "has been"
+        "I'm sorry, who is this?",
+        "Sorry, this is my work number.",
+        "Sorry, my number has been ringing all day, who is this?",
+        # a message of ours the person got: their promise is no greeting's
+        "Yes, I got your message and I'll call you back.",
+        "I saw the message and we will get back to you.",
     ],
 )
 def test_people_give_no_strong_machine_evidence(text: str) -> None:
@@ -118,6 +125,34 @@ def test_people_give_no_strong_machine_evidence(text: str) -> None:
     ],
 )
 def test_common_recogniser_damage_is_tolerated(heard: str, category: str) -> None:
+    assert _verdict(heard) == category
+
+
+@pytest.mark.parametrize(
+    ("heard", "category"),
+    [
+        # "I'm sorry, this number has been temporarily disconnected at the customer's
+        # request" in two female espeak-ng voices: the state lost, the frame kept
+        (
+            "I'm sorry, this number has been since we really can't see that in the cost "
+            "of every quest.",
+            "machine-unavailable",
+        ),
+        ("I am sorry, this number has been confirmed.", "machine-unavailable"),
+        ("We're sorry, the number has been a little bit.", "machine-unavailable"),
+        # "so leave a message and I'll get back to you", its verb lost
+        (
+            "I'm using Tom, I'm not gonna write out, so name a message and I'll get back, so...",
+            "machine-vm",
+        ),
+        (
+            "Hi, this is Tom, I'm not alone right now, sorry my message and I'll get back to...",
+            "machine-vm",
+        ),
+        ("Hey, it's Chris, so leaf me a message and we'll call you back.", "machine-vm"),
+    ],
+)
+def test_a_frame_whose_key_word_was_lost_still_counts(heard: str, category: str) -> None:
     assert _verdict(heard) == category
 
 
