@@ -480,8 +480,9 @@ def _match_at(tokens: Sequence[str], start: int, words: tuple[str, ...]) -> floa
 def _match_tokens(tokens: Sequence[str], offset: int = 0) -> list[PhraseHit]:
     found: list[tuple[PhraseHit, int, bool]] = []  # (hit, words covered, exact)
     for category, phrase, words, weight in _COMPILED:
+        promise = phrase in PROMISES
         for start in range(len(tokens) - len(words) + 1):
-            if phrase in PROMISES and tokens[start] not in _A_MESSAGE:
+            if promise and tokens[start] not in _A_MESSAGE:
                 continue
             strength = _match_at(tokens, start, words)
             if strength:
