@@ -394,11 +394,15 @@ def _compile(phrase: str) -> tuple[str, ...]:
     return tuple({"zzdigitzz": _DIGIT, "zzwordzz": _WORD}.get(w, w) for w in words)
 
 
-_COMPILED: tuple[tuple[AmdCategory, str, tuple[str, ...], float], ...] = tuple(
-    (category, phrase, _compile(phrase), weight)
-    for category, (strong, hints) in PACKS.items()
-    for phrases, weight in ((strong, 1.0), (hints, HINT_WEIGHT))
-    for phrase in phrases
+#: Each pack phrase as (category, phrase, words, weight, first words it may start
+#: at, or None for any).
+_COMPILED: tuple[tuple[AmdCategory, str, tuple[str, ...], float, frozenset[str] | None], ...] = (
+    tuple(
+        (category, phrase, _compile(phrase), weight, _A_MESSAGE if phrase in PROMISES else None)
+        for category, (strong, hints) in PACKS.items()
+        for phrases, weight in ((strong, 1.0), (hints, HINT_WEIGHT))
+        for phrase in phrases
+    )
 )
 
 
@@ -479,10 +483,9 @@ def _match_at(tokens: Sequence[str], start: int, words: tuple[str, ...]) -> floa
 
 def _match_tokens(tokens: Sequence[str], offset: int = 0) -> list[PhraseHit]:
     found: list[tuple[PhraseHit, int, bool]] = []  # (hit, words covered, exact)
-    for category, phrase, words, weight in _COMPILED:
-        promise = phrase in PROMISES
+    for category, phrase, words, weight, openers in _COMPILED:
         for start in range(len(tokens) - len(words) + 1):
-            if promise and tokens[start] not in _A_MESSAGE:
+            if openers is not None and tokens[start] not in openers:
                 continue
             strength = _match_at(tokens, start, words)
             if strength:
