@@ -244,12 +244,13 @@ def score_turn(
     opener = words[0] in _OPENERS
     lean = [m for m in _MACHINE_LEAN if _has(text, m)]
     asks = history[-1].rstrip().endswith("?")
+    asks_us = asks and not _tag_only(history[-1])
     if (
         markers
         and latest is not None
         and (len(latest.phrases) >= 2 or lean)
         and _AWAY.search(text)
-        and not (asks and not _tag_only(history[-1]))
+        and not asks_us
     ):
         # "Hi, this is Tom. I'm not around right now, so ... message and I'll get back
         # to you": the name is the mailbox owner's; a person's own phrases still count
