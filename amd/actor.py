@@ -56,6 +56,12 @@ _PROGRESS_PAIRS = ((440.0, 480.0), (480.0, 620.0), (350.0, 440.0), (400.0, 450.0
 _RINGBACK_PAIRS = ((440.0, 480.0), (400.0, 450.0))
 #: The shortest ringback burst (the British double ring's bursts are 0.4 s).
 _RINGBACK_MIN_SECONDS = 0.3
+#: callee sound is a frame this far over the quietest frame of the pause before it
+_ONSET_RISE_DB = 12.0
+#: ... and over this level (dBFS), so a digitally silent pause does not make dither sound
+_ONSET_MIN_DB = -50.0
+#: sound this short is a click, not the start of words
+_ONSET_MIN_SECONDS = 0.04
 
 
 def _is_pair(hz: tuple[float, ...], pairs: tuple[tuple[float, float], ...]) -> bool:
@@ -183,6 +189,31 @@ class ToneListener:
         """
         held = 0.1 <= self.beeps.tone_seconds <= self.max_seconds
         return self.active and (held or self._pending is not None)
+
+    def sound_onset(self, now: float, after: float) -> float | None:
+        """When the sound going on at ``now`` began, if it began after ``after``.
+
+        The session's VAD reports speech only once it has heard some of it; these
+        frames show the voice from its first loud frame. Sound is a frame at least
+        ``_ONSET_RISE_DB`` over the quietest frame since ``after`` (the pause before
+        it) and over ``_ONSET_MIN_DB``. It is going on when the latest frames are
+        sound and it has lasted ``_ONSET_MIN_SECONDS``. Sound that was already there
+        at ``after`` (a hum, music the VAD let go) has no onset.
+        """
+        frames = [(ft, lv) for ft, lv in self._levels if ft >= after]
+        if len(frames) < 3 or frames[-1][0] < now - 0.06:
+            return None
+        loud = max(min(lv for _, lv in frames) + _ONSET_RISE_DB, _ONSET_MIN_DB)
+        start: float | None = None
+        for ft, lv in reversed(frames):
+            if lv < loud:
+                break
+            start = ft
+        else:
+            return None  # sound all along since `after`: no pause, no onset
+        if start is None or frames[-1][0] - start < _ONSET_MIN_SECONDS - 1e-9:
+            return None
+        return start
 
     def _is_beep(self, beep: BeepEvent) -> bool:
         if beep.end - beep.start > self.max_seconds:
@@ -365,6 +396,10 @@ class AmdActor(Actor):
             case "timer_fired" if msg.name == "settle" and self.tones.tone_active:
                 # a tone is playing (a beep after a short greeting?): decide once it ends
                 out = [ArmTimer("settle", t + 0.1)]
+            case "timer_fired" if msg.name == "settle" and (hold := self._onset_hold(t)):
+                # the callee has started talking again and the VAD has not said so
+                # yet: their next words come before this decision
+                out = [ArmTimer("settle", hold)]
             case "timer_fired":
                 due = self._due.get(msg.name)
                 if due is not None and due <= t + 1e-5:
@@ -382,6 +417,29 @@ class AmdActor(Actor):
                 self._readings = {}
         self._apply(out, turn_id=getattr(msg, "turn_id", None))
         return None
+
+    def _onset_hold(self, t: float) -> float | None:
+        """When to look again at a settle due at ``t`` (None: decide now).
+
+        The VAD reports a start a tenth of a second or so after the voice began. A
+        settle that falls due in that lag ("Thank you for calling X.", a pause, then
+        the menu) would decide on the words before it and let the agent talk over the
+        ones that began; whether the timer or the VAD's report came first was up to
+        the threads that ran the models. The frames the listener taps say which came
+        first: while sound that began after the callee's last words goes on, the
+        settle waits, at most ``onset_hold`` from its onset. The VAD's report cancels
+        it; a sound the VAD never calls speech lets it go at that limit.
+        """
+        s = self.detector.s
+        if self.cfg.onset_hold <= 0 or s.done or s.speaking or s.last_speech_end is None:
+            return None
+        onset = self.tones.sound_onset(t, s.last_speech_end)
+        if onset is None:
+            return None
+        until = onset + self.cfg.onset_hold
+        if t >= until - 1e-6:
+            return None
+        return round(min(t + 0.05, until), 6)
 
     def _apply(self, outputs: list[Output], *, turn_id: str | None) -> None:
         loop = asyncio.get_running_loop()

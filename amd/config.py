@@ -66,6 +66,13 @@ class AmdConfig(BaseModel):
     person stands), the person is confirmed no sooner than this long after that
     turn's speech ended: a mailbox's beep follows its greeting within about a
     second, whatever the recogniser made of the greeting."""
+    onset_hold: float = Field(default=0.3, ge=0.0, le=1.0)
+    """A decision falls due while the callee has just started talking again, before
+    the VAD has reported it (its start lags the voice by about a tenth of a second):
+    the decision waits while that sound goes on, at most this long from its onset,
+    so the callee's next words (a menu after a pause) reach it first. The onset is
+    read from the callee's frames: sound at least 12 dB over the pause before it.
+    0 decides at once."""
     transcript_grace: float = Field(default=1.5, ge=0.1, le=10.0)
     """How long after speech ends its transcript may take; a person decided on
     timing whose sound brought no words by then is withdrawn (music, noise)."""
