@@ -393,12 +393,10 @@ class AmdActor(Actor):
                 out = d.tone(t, msg.tone, rel(msg.start), rel(msg.end))
             case "amd_classified":
                 out = d.classified(t, msg.turn, msg.category, msg.confidence, msg.reason)
-            case "timer_fired" if msg.name == "settle" and self.tones.tone_active:
-                # a tone is playing (a beep after a short greeting?): decide once it ends
-                out = [ArmTimer("settle", t + 0.1)]
-            case "timer_fired" if msg.name == "settle" and (hold := self._onset_hold(t)):
-                # the callee has started talking again and the VAD has not said so
-                # yet: their next words come before this decision
+            case "timer_fired" if (
+                msg.name == "settle" and (hold := self._settle_hold(t)) is not None
+            ):
+                # the line is not quiet yet: what is on it comes before this decision
                 out = [ArmTimer("settle", hold)]
             case "timer_fired":
                 due = self._due.get(msg.name)
@@ -418,8 +416,10 @@ class AmdActor(Actor):
         self._apply(out, turn_id=getattr(msg, "turn_id", None))
         return None
 
-    def _onset_hold(self, t: float) -> float | None:
+    def _settle_hold(self, t: float) -> float | None:
         """When to look again at a settle due at ``t`` (None: decide now).
+
+        A tone is playing (a beep after a short greeting?): decide once it ends.
 
         The VAD reports a start a tenth of a second or so after the voice began. A
         settle that falls due in that lag ("Thank you for calling X.", a pause, then
@@ -430,6 +430,8 @@ class AmdActor(Actor):
         settle waits, at most ``onset_hold`` from its onset. The VAD's report cancels
         it; a sound the VAD never calls speech lets it go at that limit.
         """
+        if self.tones.tone_active:
+            return t + 0.1
         s = self.detector.s
         if self.cfg.onset_hold <= 0 or s.done or s.speaking or s.last_speech_end is None:
             return None
