@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from agent.core.messages import AmdCategory, FinalAmdCategory
 from agent.core.timers import ArmTimer, CancelTimer
 
-from .classifier import person_markers
+from .classifier import announces_transfer, person_markers
 from .config import AmdConfig
 from .cues import opens_with_welcome
 from .fsm import Prediction, StageMachine
@@ -189,6 +189,9 @@ class _State:
     confirm_due: bool = False
     #: end of the latest speech whose transcript has not arrived yet
     words_pending_since: float | None = None
+    #: every stretch of callee speech the VAD heard, ``(start, end)``, transcribed or
+    #: not: a piece the recogniser gave no words for is still no pause
+    speech_spans: list[tuple[float, float]] = field(default_factory=list)
     provisional_from_timing: bool = False
     decided_at: float | None = None
     done: bool = False
@@ -276,6 +279,8 @@ class AmdDetector:
         s.speaking = False
         s.last_speech_end = max(speech_end, s.answered_at)
         s.words_pending_since = s.last_speech_end
+        if s.speech_start is not None:
+            s.speech_spans.append((s.speech_start, s.last_speech_end))
         for turn in s.turns:
             if not turn.settled and turn.end is None:
                 turn.end = s.last_speech_end
@@ -644,7 +649,13 @@ class AmdDetector:
     def _in_breath(self, turn: _Turn) -> bool:
         """Whether ``turn`` went on from the turn before it without a pause for us (the
         same stretch of speech, or one that began under ``long_greeting_silence``
-        after it) and the agent has not spoken since that turn began."""
+        after it), the agent has not spoken since that turn began, and the stretch is
+        not the first words after a hand-over.
+
+        A stretch that begins after the screener put the call through or on hold
+        ("Please stay on the line." then "Hi, this is Ben. Sorry, go ahead."), or after
+        a ringback, is whoever picked up, however short its pauses.
+        """
         if turn.index == 0:
             return False
         before = self.s.turns[turn.index - 1]
@@ -655,7 +666,41 @@ class AmdDetector:
             (turn.start == before.start or turn.follows_on)
             and (spoke is None or spoke < before.start)
             and not self.s.agent_speaking
+            and not self._after_hand_over(turn)
         )
+
+    def _after_hand_over(self, turn: _Turn) -> bool:
+        """Whether the stretch of speech ``turn`` ends began after a hand-over: the turn
+        before the stretch, or a piece of it before ``turn``, puts the call through or
+        on hold (:func:`announces_transfer`), or the line rang before the stretch."""
+        stretch = self._stretch(turn)
+        first = stretch[0].index
+        if any(announces_transfer(x.text) for x in stretch[:-1]):
+            return True
+        if first > 0 and announces_transfer(self.s.turns[first - 1].text):
+            return True
+        # the context holds one callee entry per turn, in order
+        callee = [i for i, (role, _) in enumerate(self.s.context) if role == "callee"]
+        if first >= len(callee):
+            return False
+        since = callee[first - 1] + 1 if first > 0 else 0
+        return ("tone", "ringback") in self.s.context[since : callee[first]]
+
+    def _stretch(self, turn: _Turn) -> list[_Turn]:
+        """The pieces of the stretch of speech that ends with ``turn``, oldest first:
+        ``turn`` and the turns before it that each went on from the one before without a
+        pause for us (the same stretch of the recogniser's VAD, or one begun under
+        ``long_greeting_silence`` after it; see ``_Turn.follows_on``)."""
+        run = [turn]
+        while run[0].index > 0:
+            x = run[0]
+            before = self.s.turns[x.index - 1]
+            if x.start is None or before.start is None:
+                break
+            if not (x.start == before.start or x.follows_on):
+                break
+            run.insert(0, before)
+        return run
 
     def _conversing(self, turn: _Turn) -> bool:
         """Whether ``turn`` is the second stretch of the callee's speech or later since
@@ -816,11 +861,26 @@ class AmdDetector:
         for before, after in zip(run, run[1:], strict=False):
             if before.end is None or after.start is None:
                 return None
-            if after.start - before.end >= max_pause:
+            if self._silence_between(before.end, after.start) >= max_pause:
                 return None
             if over_us and not (after.overlapped or self._said_before_agent(after)):
                 return None
         return end - first
+
+    def _silence_between(self, start: float, end: float) -> float:
+        """The longest time from ``start`` to ``end`` in which the VAD heard no speech.
+
+        Speech the recogniser gave no words for (a menu's Spanish, a name it could not
+        read) has no turn, but it is no pause: a recording that talks on through it
+        has not waited for us.
+        """
+        longest, at = 0.0, start
+        for a, b in sorted(self.s.speech_spans):
+            if b <= at or a >= end:
+                continue
+            longest = max(longest, a - at)
+            at = max(at, b)
+        return max(longest, end - at)
 
     def _settle_wait(self, turn: _Turn, confidence: float) -> float:
         words = normalise(turn.text).split()
@@ -854,7 +914,7 @@ class AmdDetector:
             Classify(
                 turn=latest.index,
                 stage=self.fsm.stage,
-                turns=tuple(s.context[-8:]),
+                turns=tuple(self._context_for(latest, pending)[-8:]),
                 dtmf=s.dtmf,
             )
         ]
@@ -863,6 +923,26 @@ class AmdDetector:
         if long_at > t + 1e-6:
             out.append(ArmTimer("settle", long_at))
         return out
+
+    def _context_for(self, latest: _Turn, pending: list[_Turn]) -> list[tuple[str, str]]:
+        """The call so far as the classifier reads it for ``latest``.
+
+        The pieces of ``latest``'s stretch of speech that no verdict was given on are
+        one utterance the recogniser's VAD cut up: they are read as one callee turn,
+        so that what the first piece showed ("Hi, this is Ben." after the screener's
+        hold) is not lost when the next piece ("Sorry, go ahead.") supersedes it.
+        """
+        context = list(self.s.context)
+        waiting = {x.index for x in pending}
+        pieces: list[_Turn] = []
+        for x in reversed(self._stretch(latest)):
+            if x.index not in waiting:
+                break
+            pieces.insert(0, x)
+        cut = len(context) - len(pieces)
+        if len(pieces) < 2 or context[cut:] != [("callee", x.text) for x in pieces]:
+            return context
+        return [*context[:cut], ("callee", " ".join(x.text for x in pieces))]
 
     def _predict_phrase(self, t: float, turn: _Turn) -> list[Output]:
         v = turn.verdict

@@ -309,10 +309,12 @@ def _directory(tokens: Sequence[str]) -> list[Cue]:
                 cues.append(
                     ("machine-ivr", "directory: a name, then whom you would reach", i, DAMAGED)
                 )
-        elif tok in {"follow", "followed"} and any(
-            t in {"sign", "key"} for t in tokens[i + 1 : i + 5]
-        ):
-            # "followed by the pound sign", the key's name lost ("follow my mopone sign")
+        elif (
+            tok in {"follow", "followed"}
+            and any(t in {"sign", "key"} for t in tokens[i + 1 : i + 5])
+        ) or (tok == "following" and "sign" in tokens[i + 2 : i + 5]):
+            # "followed by the pound sign", the key's name lost ("follow my mopone sign",
+            # "following the phone sign"; "the following key points" is no key)
             cues.append(("machine-ivr", "data entry: followed by ... sign", i, DAMAGED))
         elif tok == "last" and i + 1 < n and tokens[i + 1] == "name":
             # "the first three letters of their last name", however "letters" came out

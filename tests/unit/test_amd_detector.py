@@ -674,6 +674,88 @@ def test_a_question_split_from_its_opening_is_read_with_it(opening: str, stage: 
     assert call.detector.stage == stage
 
 
+def _screener_put_us_on_hold(call: Timeline) -> None:
+    """A screener asks, the agent answers, the screener puts the call on hold."""
+    call.answered(0.0)
+    call.say(0.6, 4.0, "Hello, the person you're calling is using a call assistant.")
+    call.say(4.1, 7.0, "Can I ask who's calling and what's missing the mode?")
+    call.agent(7.5, 10.0, "Hi, this is Sam from Acme Dental.")
+    call.say(10.6, 12.0, "Let me see if I can pick up.")
+    call.say(12.1, 13.7, "Please stay on the line.")
+    assert call.detector.stage == "machine-screening"
+
+
+def test_a_greeting_after_the_screeners_hold_is_the_person_though_a_piece_follows_at_once() -> None:
+    # "Hi, this is Ben. Sorry, go ahead.", cut in two by the recogniser's VAD: the
+    # second piece begins before the first could be classified, and alone it shows
+    # no person ("Sorry, let's go ahead.")
+    call = Timeline()
+    _screener_put_us_on_hold(call)
+    call.say(16.7, 17.6, "Hi, Nathan Mel.")
+    call.say(17.66, 19.1, "Sorry, let's go ahead.")
+    call.run_until(21.0)
+    assert call.detector.stage == "human"
+    last = call.predictions[-1]
+    assert last.provisional and "a greeting after the hand-over" in last.reason
+    assert "screener's breath" not in last.reason
+    # the classifier read the two pieces as the one utterance they are
+    assert call.requests[-1].turns[-1] == ("callee", "Hi, Nathan Mel. Sorry, let's go ahead.")
+
+
+def test_a_greeting_after_a_ringback_is_not_the_screeners_breath() -> None:
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.6, 4.0, "Hello, the person you're calling is using a call assistant.")
+    call.say(4.1, 7.0, "Can I ask who's calling and what's missing the mode?")
+    call.agent(7.5, 10.0, "Hi, this is Sam from Acme Dental.")
+    call.say(10.6, 12.0, "Let me see if I can pick up.")
+    call.tone(16.0, "ringback", 13.0, 16.0)
+    call.say(17.0, 17.4, "Hey.")
+    call.say(17.46, 18.6, "Sorry, go on then.")
+    call.run_until(21.0)
+    assert call.detector.stage == "human"
+    assert "screener's breath" not in call.predictions[-1].reason
+
+
+def test_words_in_the_screeners_own_breath_keep_the_cap() -> None:
+    # the screener's own breath, no hand-over before it: the cap on a person's
+    # verdict there still holds
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.6, 3.0, "I'm a call assistant for Jamie.", final_at=3.0)
+    call.say(3.05, 5.0, "Can I ask, oh calling?")
+    call.run_until(8.0)
+    assert call.detector.stage == "machine-screening"
+    assert "screener's breath" in call.predictions[-1].reason
+    # a piece that already had its verdict is not read again with the next
+    assert call.requests[-1].turns[-1] == ("callee", "Can I ask, oh calling?")
+
+
+def test_speech_the_recogniser_gave_no_words_for_is_no_pause_in_a_monologue() -> None:
+    # "Welcome to First Coast Bank. For English, press 1. Para espanol, oprima dos.":
+    # the Spanish piece got no transcript, the rest no key
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.6, 2.8, "Welcome to first coat man.")
+    call.say(2.9, 3.8, "for the English.")
+    call.noise(3.85, 5.9)
+    call.say(6.0, 8.2, "And, very fan, y'all.")
+    call.run_until(11.0)
+    assert call.detector.stage == "machine-ivr"
+    assert "monologue answering the call" in call.predictions[-1].reason
+
+
+def test_a_real_pause_still_breaks_a_monologue() -> None:
+    # the same words with two silent seconds between them: a person may pause so
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.6, 2.8, "Welcome to first coat man.")
+    call.say(2.9, 3.8, "for the English.")
+    call.say(6.0, 8.2, "And, very fan, y'all.")
+    call.run_until(11.0)
+    assert call.detector.stage != "machine-ivr"
+
+
 def test_okay_alone_does_not_move_the_call_out_of_screening() -> None:
     call = Timeline()
     call.answered(0.0)

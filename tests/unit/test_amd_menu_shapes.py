@@ -421,6 +421,16 @@ def test_a_data_entry_prompt_ending_in_a_sign_is_a_menu_with_its_key_lost() -> N
     assert _verdict("Sure, I'll follow up. Who's this?") is None
 
 
+def test_followed_by_heard_as_following_still_ends_a_data_entry_prompt() -> None:
+    # whisper tiny.en writes "followed by the pound sign" as "following the phone sign"
+    heard = "This is the water for me, playing into your account number, following the phone sign."
+    assert _verdict(heard) == "machine-ivr"
+    # "following" is also a plain word: a sign right after it, or a key, is no prompt
+    assert _verdict("I need the following sign-off from your manager.") is None
+    assert _verdict("Here are the following key points for the meeting.") is None
+    assert _verdict("Please sign the following form when you come in.") is None
+
+
 def test_which_department_with_a_word_slipped_in_is_still_the_recordings_question() -> None:
     heard = "You've reached Lake New Motors, which the department would you like, just stay ill."
     assert _verdict(heard) == "machine-ivr"
