@@ -927,12 +927,17 @@ class AmdDetector:
     def _context_for(self, latest: _Turn, pending: list[_Turn]) -> list[tuple[str, str]]:
         """The call so far as the classifier reads it for ``latest``.
 
-        The pieces of ``latest``'s stretch of speech that no verdict was given on are
-        one utterance the recogniser's VAD cut up: they are read as one callee turn,
-        so that what the first piece showed ("Hi, this is Ben." after the screener's
-        hold) is not lost when the next piece ("Sorry, go ahead.") supersedes it.
+        After a screener or a menu (where a greeting is someone picking up), the pieces
+        of ``latest``'s stretch of speech that no verdict was given on are one
+        utterance the recogniser's VAD cut up: they are read as one callee turn, so
+        that what the first piece showed ("Hi, this is Ben." after the screener's hold)
+        is not lost when the next piece ("Sorry, go ahead.") supersedes it. Before any
+        stage, the latest piece is read alone: a person's fast verdict rests on how it
+        opens ("Sorry about that." then "Hello, who's calling?").
         """
         context = list(self.s.context)
+        if self.fsm.stage not in _HANDED_OVER_FROM:
+            return context
         waiting = {x.index for x in pending}
         pieces: list[_Turn] = []
         for x in reversed(self._stretch(latest)):
@@ -1150,6 +1155,10 @@ def _leans_mailbox(category: AmdCategory, turn: _Turn) -> bool:
 #: Machine stages a person may take over from (a menu or a screener put us through,
 #: or a mailbox's owner picked up): the person's verdict is provisional there too.
 _PUT_THROUGH_FROM = frozenset({"machine-ivr", "machine-screening", "machine-vm"})
+
+#: Stages after which a greeting is someone picking up (the lexical classifier's
+#: "a greeting after the hand-over").
+_HANDED_OVER_FROM = frozenset({"machine-ivr", "machine-screening"})
 
 _CATEGORIES = frozenset(
     {"human", "machine-vm", "machine-ivr", "machine-screening", "machine-unavailable", "wait"}

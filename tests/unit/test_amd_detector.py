@@ -702,6 +702,19 @@ def test_a_greeting_after_the_screeners_hold_is_the_person_though_a_piece_follow
     assert call.requests[-1].turns[-1] == ("callee", "Hi, Nathan Mel. Sorry, let's go ahead.")
 
 
+def test_before_any_stage_the_latest_piece_is_read_alone() -> None:
+    # "Sorry about that. Hello, who's calling?" cut in two: the person's fast verdict
+    # rests on the piece that opens with a greeting
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.5, 1.4, "Sorry about that.")
+    call.say(1.45, 2.6, "Hello, who's calling?")
+    call.run_until(4.0)
+    assert call.requests[-1].turns[-1] == ("callee", "Hello, who's calling?")
+    (p,) = call.predictions
+    assert p.provisional and p.at == pytest.approx(3.1)
+
+
 def test_a_greeting_after_a_ringback_is_not_the_screeners_breath() -> None:
     call = Timeline()
     call.answered(0.0)
