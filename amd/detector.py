@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from agent.core.messages import AmdCategory, FinalAmdCategory
 from agent.core.timers import ArmTimer, CancelTimer
 
-from .classifier import announces_transfer, person_markers
+from .classifier import announces_transfer, person_markers, rang_before_latest
 from .config import AmdConfig
 from .cues import opens_with_welcome
 from .fsm import Prediction, StageMachine
@@ -681,10 +681,7 @@ class AmdDetector:
             return True
         # the context holds one callee entry per turn, in order
         callee = [i for i, (role, _) in enumerate(self.s.context) if role == "callee"]
-        if first >= len(callee):
-            return False
-        since = callee[first - 1] + 1 if first > 0 else 0
-        return ("tone", "ringback") in self.s.context[since : callee[first]]
+        return first < len(callee) and rang_before_latest(self.s.context[: callee[first] + 1])
 
     def _stretch(self, turn: _Turn) -> list[_Turn]:
         """The pieces of the stretch of speech that ends with ``turn``, oldest first:
@@ -875,7 +872,7 @@ class AmdDetector:
         has not waited for us.
         """
         longest, at = 0.0, start
-        for a, b in sorted(self.s.speech_spans):
+        for a, b in self.s.speech_spans:  # in the order heard
             if b <= at or a >= end:
                 continue
             longest = max(longest, a - at)

@@ -674,13 +674,18 @@ def test_a_question_split_from_its_opening_is_read_with_it(opening: str, stage: 
     assert call.detector.stage == stage
 
 
-def _screener_put_us_on_hold(call: Timeline) -> None:
-    """A screener asks, the agent answers, the screener puts the call on hold."""
+def _screener_checks(call: Timeline) -> None:
+    """A screener asks, the agent answers, the screener goes to see."""
     call.answered(0.0)
     call.say(0.6, 4.0, "Hello, the person you're calling is using a call assistant.")
     call.say(4.1, 7.0, "Can I ask who's calling and what's missing the mode?")
     call.agent(7.5, 10.0, "Hi, this is Sam from Acme Dental.")
     call.say(10.6, 12.0, "Let me see if I can pick up.")
+
+
+def _screener_put_us_on_hold(call: Timeline) -> None:
+    """A screener asks, the agent answers, the screener puts the call on hold."""
+    _screener_checks(call)
     call.say(12.1, 13.7, "Please stay on the line.")
     assert call.detector.stage == "machine-screening"
 
@@ -717,11 +722,7 @@ def test_before_any_stage_the_latest_piece_is_read_alone() -> None:
 
 def test_a_greeting_after_a_ringback_is_not_the_screeners_breath() -> None:
     call = Timeline()
-    call.answered(0.0)
-    call.say(0.6, 4.0, "Hello, the person you're calling is using a call assistant.")
-    call.say(4.1, 7.0, "Can I ask who's calling and what's missing the mode?")
-    call.agent(7.5, 10.0, "Hi, this is Sam from Acme Dental.")
-    call.say(10.6, 12.0, "Let me see if I can pick up.")
+    _screener_checks(call)
     call.tone(16.0, "ringback", 13.0, 16.0)
     call.say(17.0, 17.4, "Hey.")
     call.say(17.46, 18.6, "Sorry, go on then.")
@@ -744,16 +745,23 @@ def test_words_in_the_screeners_own_breath_keep_the_cap() -> None:
     assert call.requests[-1].turns[-1] == ("callee", "Can I ask, oh calling?")
 
 
+def _welcome_then(call: Timeline, *, words_lost: bool) -> None:
+    """A welcome, a language's option, then 2.2 s with speech the recogniser gave no
+    words for (``words_lost``) or silence, then more of the menu; no key read."""
+    call.answered(0.0)
+    call.say(0.6, 2.8, "Welcome to first coat man.")
+    call.say(2.9, 3.8, "for the English.")
+    if words_lost:
+        call.noise(3.85, 5.9)
+    call.say(6.0, 8.2, "And, very fan, y'all.")
+    call.run_until(11.0)
+
+
 def test_speech_the_recogniser_gave_no_words_for_is_no_pause_in_a_monologue() -> None:
     # "Welcome to First Coast Bank. For English, press 1. Para espanol, oprima dos.":
     # the Spanish piece got no transcript, the rest no key
     call = Timeline()
-    call.answered(0.0)
-    call.say(0.6, 2.8, "Welcome to first coat man.")
-    call.say(2.9, 3.8, "for the English.")
-    call.noise(3.85, 5.9)
-    call.say(6.0, 8.2, "And, very fan, y'all.")
-    call.run_until(11.0)
+    _welcome_then(call, words_lost=True)
     assert call.detector.stage == "machine-ivr"
     assert "monologue answering the call" in call.predictions[-1].reason
 
@@ -761,11 +769,7 @@ def test_speech_the_recogniser_gave_no_words_for_is_no_pause_in_a_monologue() ->
 def test_a_real_pause_still_breaks_a_monologue() -> None:
     # the same words with two silent seconds between them: a person may pause so
     call = Timeline()
-    call.answered(0.0)
-    call.say(0.6, 2.8, "Welcome to first coat man.")
-    call.say(2.9, 3.8, "for the English.")
-    call.say(6.0, 8.2, "And, very fan, y'all.")
-    call.run_until(11.0)
+    _welcome_then(call, words_lost=False)
     assert call.detector.stage != "machine-ivr"
 
 
