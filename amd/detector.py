@@ -763,14 +763,6 @@ class AmdDetector:
         until = pending + self.cfg.transcript_grace
         return until if t + 1e-6 < until else None
 
-    def _gatekeeper_asked(self) -> bool:
-        """Whether the turn the provisional person was decided on asked who we are
-        ("Can I ask who's calling?"): a screener's or a receptionist's question."""
-        turn = self.s.provisional_turn
-        if turn is None or not 0 <= turn < len(self.s.turns):
-            return False
-        return any(h.category == "machine-screening" for h in match(self.s.turns[turn].text))
-
     def _screener_announced_tone(self) -> bool:
         """Whether a tone now is the screener's prompt tone, not a voicemail beep.
 
@@ -1007,15 +999,12 @@ class AmdDetector:
                     # (the recogniser hands one utterance over in pieces), answer nothing
                     and not self._said_before_agent(this)
                 )
-                # "Got it." to a gatekeeper's "who's calling?" is what a screener says
-                # before it hands us to a mailbox, and what a receptionist says before a
-                # transfer: it shows nobody yet, so the window starts again from it
-                acknowledged = (
-                    answers_us
-                    and this is not None
-                    and self._gatekeeper_asked()
-                    and _acknowledges(this.text)
-                )
+                # "Got it." is what a screener says before it hands us to a mailbox,
+                # and what a receptionist says before a transfer: it shows nobody yet,
+                # so the window starts again from it. Whoever asked: the recogniser
+                # loses a screener's question for our name ("Can I get soon coming and
+                # read it some out?") as often as its other words
+                acknowledged = answers_us and this is not None and _acknowledges(this.text)
                 if acknowledged:
                     s.confirm_due = False
                     out.append(ArmTimer("confirm", t + self.cfg.human_confirm_window))

@@ -206,6 +206,11 @@ UNAVAILABLE_STRONG: tuple[str, ...] = (
 UNAVAILABLE_HINTS: tuple[str, ...] = (
     "the number you have dialed",
     "try again later",
+    # a carrier's closing with the rest lost ("Please enter and try again." for
+    # "Please hang up and try again.", "Please try again, Rader." for "... later"):
+    # nobody answering a call asks the caller to try again before the caller spoke
+    "please try again",
+    "and try again",
     # whose state the recogniser often loses ("The mobile phone you are calling in
     # which" for "... is switched off"): nobody says it of a phone they answer
     "mobile phone you are calling",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from amd.classifier import score_turn
 from amd.cues import opens_with_welcome
 from amd.phrases import classify_phrases, match, words
 from amd.tolerance import split_glued, word_quality
@@ -274,6 +275,30 @@ def test_a_welcome_opens_the_words_even_split_in_two(heard: str, welcome: bool) 
 )
 def test_what_the_recogniser_keeps_of_cue_sentences(heard: str, category: str | None) -> None:
     assert _verdict(heard) == category
+
+
+@pytest.mark.parametrize(
+    "heard",
+    [
+        # espeak-ng en-us+shelby and +aunty: "Please hang up and try again."
+        "Please enter and try again.",
+        # "Please try again later." with "later" lost
+        "Please try again, Rader.",
+    ],
+)
+def test_a_carriers_closing_with_its_reason_lost_is_a_carriers_hint(heard: str) -> None:
+    verdict = classify_phrases([heard])
+    assert verdict is not None and verdict.category == "machine-unavailable"
+    assert verdict.strength < 0.85
+    # with "please", the turn leans machine: the lexical model answers a carrier
+    assert score_turn([heard]).category == "machine-unavailable"
+
+
+@pytest.mark.parametrize(
+    "said", ["Sorry, you're breaking up. Try again?", "Let me try again tomorrow.", "Try again."]
+)
+def test_a_person_who_says_try_again_is_no_carrier(said: str) -> None:
+    assert classify_phrases([said]) is None
 
 
 def test_a_mobile_phone_called_is_a_carriers_hint_when_its_state_is_lost() -> None:

@@ -453,10 +453,46 @@ def test_a_gatekeepers_person_who_says_more_than_an_acknowledgment_is_confirmed(
     assert call.completed.decided_at == pytest.approx(5.5)
 
 
-def test_an_acknowledgment_confirms_a_person_who_did_not_ask_who_we_are() -> None:
+def _acknowledged_without_a_question() -> Timeline:
+    """A screener whose question for our name the recogniser lost ("Can I ask who's
+    calling and what it's about?" heard as "Can I get soon coming and read it some
+    out?"): no gatekeeper's wording at all, then "Got it." (heard as "Dirty.")."""
+    call = Timeline()
+    call.answered(0.0)
+    call.say(
+        0.5, 4.5, "Hi, I'm a co-efficient for gaming. Can I get soon coming and read it some out?"
+    )
+    call.run_until(5.6)
+    assert call.detector.stage == "human" and call.detector.provisional
+    call.agent(5.6, 10.0, "Hi, this is Sam from Acme Dental, calling about your appointment.")
+    call.say(10.5, 11.0, "Dirty.")
+    call.run_until(11.6)
+    assert call.completions == [] and call.detector.provisional
+    return call
+
+
+def test_an_acknowledgment_confirms_nobody_whoever_asked() -> None:
+    call = _acknowledged_without_a_question()
+    call.say(12.0, 16.0, "Jamie's busy at the moment. You can leave a message after the turn.")
+    assert call.detector.stage == "machine-vm"
+    call.tone(16.8, "beep", 16.3, 16.8)
+    call.voicemail_left(25.0)
+    assert call.completed.category == "machine-vm"
+
+
+def test_an_acknowledged_person_is_confirmed_when_the_window_passes() -> None:
+    call = _acknowledged_without_a_question()
+    call.run_until(11.0 + SCRIPTED.human_confirm_window - 0.1)
+    assert call.completions == []
+    call.run_until(11.0 + SCRIPTED.human_confirm_window + SCRIPTED.transcript_grace + 0.1)
+    assert call.completed.category == "human"
+    assert call.completed.decided_at == pytest.approx(5.5)
+
+
+def test_a_person_who_answers_our_question_is_confirmed_at_once() -> None:
     call = hello()
     call.agent(1.8, 3.0, "Hi, this is Sam from Acme. Is this Dana?")
-    call.say(3.4, 4.0, "Got it.")
+    call.say(3.4, 4.0, "Yeah.")
     call.run_until(4.6)
     assert call.completed.category == "human"
 
