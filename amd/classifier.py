@@ -61,6 +61,10 @@ AMD_DECISION = Choice(
 _OPENERS = frozenset(
     "hello hi hey hiya yeah yes yep yo ya hullo allo hola speaking mhm uh um".split()
 )
+#: Words that open a reply to a request ("Sure, I see it here."): after a menu or a
+#: screener handed the call over, a turn of a few words that opens with one, with
+#: nothing of a recording in it, is someone answering us.
+_REPLY_OPENERS = frozenset("sure okay ok alright certainly absolutely".split())
 #: Phrases people say and recordings rarely do.
 _PERSON_MARKERS: tuple[str, ...] = (
     "how can i help",
@@ -272,7 +276,9 @@ def score_turn(
         reasons.append("leans machine: " + ", ".join(lean))
     if markers:
         reasons.append("person: " + ", ".join(markers))
-    handed_over = stage in ("machine-screening", "machine-ivr") and opener
+    handed_over = stage in ("machine-screening", "machine-ivr") and (
+        opener or (words[0] in _REPLY_OPENERS and latest is None and len(words) >= 3)
+    )
     # after the hand-over, a question in the first person without machine words is
     # someone talking to us ("I can help with that. What's the name on the account?");
     # a menu done with its options waits for keys
@@ -297,7 +303,7 @@ def score_turn(
         and (rang or (len(history) >= 2 and announces_transfer(history[-2])))
     )
     if handed_over:
-        reasons.append("a greeting after the hand-over")
+        reasons.append(f"a {'greeting' if opener else 'reply'} after the hand-over")
     if picked_up:
         reasons.append("the first words after a transfer")
     if asks_after_handover:

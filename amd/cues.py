@@ -545,9 +545,34 @@ def _apology_then_state(tokens: Sequence[str]) -> list[Cue]:
     return []
 
 
+#: How the recogniser keeps "messages" when it loses the word: its first syllable
+#: ("meaning", "mechanism", "medicine", "material" in four female espeak-ng voices).
+_MESSAGE_ONSETS = ("me", "ma")
+
+
+def _message_like(word: str) -> bool:
+    return word.startswith("message") or (len(word) >= 6 and word.startswith(_MESSAGE_ONSETS))
+
+
+def _refuses_messages(tokens: Sequence[str]) -> list[Cue]:
+    """A full mailbox's refusal with its mailbox lost: "... and cannot <verb> any
+    <messages>" ("Let my option fall and cannot have had any meaning at this time"
+    for "The mailbox is full and cannot accept any messages at this time"). A mailbox
+    that takes messages does not say it cannot take any; one that says so while it
+    asks for one is voicemail (the phrase gate drops a carrier's cue then)."""
+    for i in range(len(tokens) - 3):
+        if tokens[i : i + 2] != ["and", "cannot"]:
+            continue
+        for j in range(i + 2, min(len(tokens) - 1, i + 5)):
+            if tokens[j] == "any" and _message_like(tokens[j + 1]):
+                return [("machine-unavailable", "carrier: and cannot ... any messages", i, DAMAGED)]
+    return []
+
+
 def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
     """Carrier-intercept evidence: the called party named, then what is wrong with it;
-    or an apology, then a state only a carrier announces.
+    an apology, then a state only a carrier announces; or a mailbox's refusal of any
+    message.
 
     Returned as strong ``machine-unavailable``; the phrase gate drops it when the
     same recording offers to take a message (carrier voicemail opens the same way).
@@ -569,7 +594,7 @@ def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
             if state is not None:
                 label = f"carrier: the number ... {' '.join(state)}"
                 return [("machine-unavailable", label, i, DAMAGED)]
-    return _apology_then_state(tokens)
+    return _apology_then_state(tokens) or _refuses_messages(tokens)
 
 
 #: Words before "your name" that make it a voicemail's ask, not a screener's.

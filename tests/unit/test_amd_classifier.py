@@ -109,6 +109,43 @@ def test_the_first_words_after_a_transfer_are_whoever_picked_up(transfer: str, h
 
 
 @pytest.mark.parametrize(
+    "heard",
+    [
+        # the refill desk's answer to us after the menu put us through, in en-029+m2
+        # and en-gb-scotland+f2 ("Sure, I see it here. It'll be ready tomorrow after
+        # ten."), the transfer and the greeting before it lost
+        "Sure, I see it here. It will be ready tomorrow after then.",
+        "Sure, I see a tear that will remain at the moment after end.",
+        "Okay, let me pull that up for you.",
+    ],
+)
+def test_a_reply_that_opens_like_one_after_a_menu_is_whoever_picked_up(heard: str) -> None:
+    history = ["For refills, press 3.", "Rivel, Middle Park, Pegan", heard]
+    for stage in ("machine-ivr", "machine-screening"):
+        v = score_turn(history, stage=stage)
+        assert v.category == "human" and v.confidence >= 0.85, (stage, v)
+    # before any stage it is a person's reply as before, at the same confidence
+    assert score_turn([heard]).confidence < 0.85
+
+
+@pytest.mark.parametrize(
+    "heard",
+    [
+        # a recording's words after the opener, or too few words to go on
+        "Sure. Please say your account number.",
+        "Okay, for billing press 1.",
+        "Okay.",
+        "Sure thing.",
+    ],
+)
+def test_a_reply_opener_with_a_recordings_words_or_alone_does_not_leave_the_menu(
+    heard: str,
+) -> None:
+    v = score_turn(["For refills, press 3.", heard], stage="machine-ivr")
+    assert v.category != "human" or v.confidence < 0.85, v
+
+
+@pytest.mark.parametrize(
     ("before", "heard"),
     [
         # no transfer was announced: words without markers after a menu stay unsure

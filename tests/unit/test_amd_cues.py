@@ -260,7 +260,21 @@ def test_a_welcome_opens_the_words_even_split_in_two(heard: str, welcome: bool) 
             "the mailbox belonging to extension for two one info and cannot accept new messages.",
             "machine-unavailable",
         ),
+        # "The mailbox is full and cannot accept any messages at this time." in three
+        # female espeak-ng voices: the mailbox and "messages" lost, the refusal kept
+        (
+            "Let my option fall and cannot have had any meaning at this time, don't worry.",
+            "machine-unavailable",
+        ),
+        (
+            "The mayo of people, and cannot have helped any mechanism at this time.",
+            "machine-unavailable",
+        ),
+        ("Let me watch info and cannot ask any mechanism at this time.", "machine-unavailable"),
         # a person's words near those shapes
+        ("I'm away and can't take any calls at this time.", None),
+        ("I'm busy and can't make any more meetings today.", None),
+        ("I'm travelling and cannot check my messages.", None),
         ("Wait, can you repeat that? The line is really bad.", None),
         ("I'll press the button on my end, give me a second.", None),
         ("To be honest, press on, I'm listening.", None),

@@ -1588,3 +1588,16 @@ def test_a_hang_up_before_the_final_transcript_decides_on_a_strong_interim_only(
     out = call.call_ended(1.5, ("Hello, who is",))
     (done,) = [o for o in out if isinstance(o, Completed)]
     assert done.category == "uncertain"
+
+
+def test_a_full_mailboxs_refusal_with_its_mailbox_lost_decides_before_the_hang_up() -> None:
+    """espeak-ng en-gb-x-gbcwmd+belinda: "The mailbox is full and cannot accept any
+    messages at this time. Goodbye." came back with neither the mailbox nor "messages"
+    and the line closed 0.5 s later: the call ended undecided."""
+    call = Timeline()
+    call.answered(0.0)
+    call.say(
+        0.5, 5.2, "Let my option fall and cannot have had any meaning at this time, don't worry."
+    )
+    assert call.completed.category == "machine-unavailable"
+    assert call.completed.stages == ("machine-unavailable",)
