@@ -62,8 +62,9 @@ _OPENERS = frozenset(
     "hello hi hey hiya yeah yes yep yo ya hullo allo hola speaking mhm uh um".split()
 )
 #: Words that open a reply to a request ("Sure, I see it here."): after a menu or a
-#: screener handed the call over, a turn of a few words that opens with one, with
-#: nothing of a recording in it, is someone answering us.
+#: screener handed the call over, a turn of three words or more that opens with one,
+#: with no phrase of a recording and no word a recording leans to, is someone
+#: answering us.
 _REPLY_OPENERS = frozenset("sure okay ok alright certainly absolutely".split())
 #: Phrases people say and recordings rarely do.
 _PERSON_MARKERS: tuple[str, ...] = (
@@ -76,6 +77,9 @@ _PERSON_MARKERS: tuple[str, ...] = (
     "thanks for holding",
     "how can we help",
     "what can i do for you",
+    # "how can I help you?" as "what can I know or go?" (en-gb-x-gbcwmd+belinda): the
+    # question word swapped and the verb lost, as "how can i" above
+    "what can i",
     "can i help you",
     "who is this",
     "who am i speaking",
@@ -190,8 +194,10 @@ def person_markers(text: str) -> list[str]:
     """
     tokens = normalise(text)
     found = [m for m in _PERSON_MARKERS if _has(tokens, m)]
-    named = _NAMED.search(tokens)
-    if named and named.group(1) not in _NOT_NAMES:
+    # the first of them that names someone: "I am your ..." before "this is Preya"
+    # names nobody, and the name still counts
+    named = next((m for m in _NAMED.finditer(tokens) if m.group(1) not in _NOT_NAMES), None)
+    if named:
         found.append("this is " + named.group(1))
     return found
 
@@ -277,7 +283,7 @@ def score_turn(
     if markers:
         reasons.append("person: " + ", ".join(markers))
     handed_over = stage in ("machine-screening", "machine-ivr") and (
-        opener or (words[0] in _REPLY_OPENERS and latest is None and len(words) >= 3)
+        opener or (words[0] in _REPLY_OPENERS and latest is None and not lean and len(words) >= 3)
     )
     # after the hand-over, a question in the first person without machine words is
     # someone talking to us ("I can help with that. What's the name on the account?");
