@@ -195,8 +195,17 @@ def person_markers(text: str) -> list[str]:
     tokens = normalise(text)
     found = [m for m in _PERSON_MARKERS if _has(tokens, m)]
     # the first of them that names someone: "I am your ..." before "this is Preya"
-    # names nobody, and the name still counts
-    named = next((m for m in _NAMED.finditer(tokens) if m.group(1) not in _NOT_NAMES), None)
+    # names nobody, and the name still counts. After the first, only "this is" and
+    # "my name is" introduce a name: "I'm not there ... I'm acting after the need"
+    # (a mailbox's "leave a message after the beep") names nobody
+    named = next(
+        (
+            m
+            for k, m in enumerate(_NAMED.finditer(tokens))
+            if m.group(1) not in _NOT_NAMES and (k == 0 or m.group(0).split()[0] in ("this", "my"))
+        ),
+        None,
+    )
     if named:
         found.append("this is " + named.group(1))
     return found

@@ -69,6 +69,9 @@ def test_person_markers_make_a_confident_human(text: str) -> None:
         "I am wanna be there.",
         # two phrases that name nobody
         "I am sorry, it is not a good time.",
+        # en-us+aunty: a mailbox's "I'm not here right now, leave a message after the
+        # beep"; after the first, "I am" introduces no name
+        "I'm not there, right? I'll leave I'm acting after the need.",
     ],
 )
 def test_words_without_person_markers_are_an_unsure_human(text: str) -> None:
