@@ -36,6 +36,7 @@ __all__ = [
     "history_input",
     "parse_history",
     "person_markers",
+    "HANDED_OVER_FROM",
     "rang_before_latest",
     "score_turn",
 ]
@@ -57,6 +58,9 @@ AMD_DECISION = Choice(
     },
 )
 
+#: Stages after which a greeting is someone picking up: a screener or a menu handed
+#: the call over ("a greeting after the hand-over").
+HANDED_OVER_FROM = frozenset({"machine-ivr", "machine-screening"})
 #: Words a person opens a call with.
 _OPENERS = frozenset(
     "hello hi hey hiya yeah yes yep yo ya hullo allo hola speaking mhm uh um".split()
@@ -291,14 +295,14 @@ def score_turn(
         reasons.append("leans machine: " + ", ".join(lean))
     if markers:
         reasons.append("person: " + ", ".join(markers))
-    handed_over = stage in ("machine-screening", "machine-ivr") and (
+    handed_over = stage in HANDED_OVER_FROM and (
         opener or (words[0] in _REPLY_OPENERS and latest is None and not lean and len(words) >= 3)
     )
     # after the hand-over, a question in the first person without machine words is
     # someone talking to us ("I can help with that. What's the name on the account?");
     # a menu done with its options waits for keys
     asks_after_handover = (
-        stage in ("machine-screening", "machine-ivr")
+        stage in HANDED_OVER_FROM
         and latest is None
         and not lean
         and len(words) >= 3
@@ -311,7 +315,7 @@ def score_turn(
     # nothing of a recording in them are whoever picked up, greeting or not: their name
     # and "this is" are what the recogniser loses first
     picked_up = (
-        stage in ("machine-screening", "machine-ivr")
+        stage in HANDED_OVER_FROM
         and latest is None
         and not lean
         and len(words) >= 2

@@ -546,12 +546,13 @@ def _apology_then_state(tokens: Sequence[str]) -> list[Cue]:
 
 
 #: How the recogniser keeps "messages" when it loses the word: its first syllable
-#: ("meaning", "mechanism", "medicine", "material" in four female espeak-ng voices).
+#: ("meaning", "mechanism", "medicine", "material" in four female espeak-ng voices),
+#: which "message" and "messages" share.
 _MESSAGE_ONSETS = ("me", "ma")
 
 
 def _message_like(word: str) -> bool:
-    return word.startswith("message") or (len(word) >= 6 and word.startswith(_MESSAGE_ONSETS))
+    return len(word) >= 6 and word.startswith(_MESSAGE_ONSETS)
 
 
 def _refuses_messages(tokens: Sequence[str]) -> list[Cue]:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from agent.core.messages import AmdCategory, FinalAmdCategory
 from agent.core.timers import ArmTimer, CancelTimer
 
-from .classifier import announces_transfer, person_markers, rang_before_latest
+from .classifier import HANDED_OVER_FROM, announces_transfer, person_markers, rang_before_latest
 from .config import AmdConfig
 from .cues import opens_with_welcome
 from .fsm import Prediction, StageMachine
@@ -925,7 +925,7 @@ class AmdDetector:
         opens ("Sorry about that." then "Hello, who's calling?").
         """
         context = list(self.s.context)
-        if self.fsm.stage not in _HANDED_OVER_FROM:
+        if self.fsm.stage not in HANDED_OVER_FROM:
             return context
         waiting = {x.index for x in pending}
         pieces: list[_Turn] = []
@@ -1141,10 +1141,6 @@ def _leans_mailbox(category: AmdCategory, turn: _Turn) -> bool:
 #: Machine stages a person may take over from (a menu or a screener put us through,
 #: or a mailbox's owner picked up): the person's verdict is provisional there too.
 _PUT_THROUGH_FROM = frozenset({"machine-ivr", "machine-screening", "machine-vm"})
-
-#: Stages after which a greeting is someone picking up (the lexical classifier's
-#: "a greeting after the hand-over").
-_HANDED_OVER_FROM = frozenset({"machine-ivr", "machine-screening"})
 
 _CATEGORIES = frozenset(
     {"human", "machine-vm", "machine-ivr", "machine-screening", "machine-unavailable", "wait"}

@@ -411,12 +411,13 @@ def test_a_reply_after_the_agent_finished_without_voicemail_evidence_confirms_th
     assert call.completed_at() == pytest.approx(4.5)  # well before the confirm window
 
 
-def gatekeeper() -> Timeline:
+def gatekeeper(
+    heard: str = "Hi, I'm a coalition for gaming. Can I ask who's calling and what it's about?",
+) -> Timeline:
     """A question for our name whose screener wording was lost ("I'm a call assistant
     for Jamie" heard as "I'm a coalition for gaming"): a provisional person, answered."""
     call = Timeline()
     call.answered(0.0)
-    heard = "Hi, I'm a coalition for gaming. Can I ask who's calling and what it's about?"
     call.say(0.5, 4.5, heard)
     call.run_until(5.6)
     assert call.detector.stage == "human" and call.detector.provisional
@@ -457,14 +458,9 @@ def _acknowledged_without_a_question() -> Timeline:
     """A screener whose question for our name the recogniser lost ("Can I ask who's
     calling and what it's about?" heard as "Can I get soon coming and read it some
     out?"): no gatekeeper's wording at all, then "Got it." (heard as "Dirty.")."""
-    call = Timeline()
-    call.answered(0.0)
-    call.say(
-        0.5, 4.5, "Hi, I'm a co-efficient for gaming. Can I get soon coming and read it some out?"
+    call = gatekeeper(
+        "Hi, I'm a co-efficient for gaming. Can I get soon coming and read it some out?"
     )
-    call.run_until(5.6)
-    assert call.detector.stage == "human" and call.detector.provisional
-    call.agent(5.6, 10.0, "Hi, this is Sam from Acme Dental, calling about your appointment.")
     call.say(10.5, 11.0, "Dirty.")
     call.run_until(11.6)
     assert call.completions == [] and call.detector.provisional
