@@ -225,6 +225,12 @@ def _welcome_at(tokens: Sequence[str]) -> int | None:
     after at most a greeting or "we" (:data:`_BEFORE_SPLIT_WELCOME`): nobody answers
     a call with "We'll come to ..."."""
     first = _first_at(tokens, _WELCOME)
+    if first is None:
+        # "Thank you for calling" with its thanks lost: "And for calling Frontier
+        # Airlines" (whisper tiny.en, a female espeak-ng voice), opening the words
+        thanks_lost = _first_at(tokens[: _SPLIT_WELCOME_BY + 2], (_FOR_CALLING,))
+        if thanks_lost is not None and not set(tokens[:thanks_lost]) & _NOT_THANKS:
+            first = thanks_lost
     split = _first_at(tokens[: _SPLIT_WELCOME_BY + 3], _SPLIT_WELCOME)
     if split is not None and set(tokens[:split]) <= _BEFORE_SPLIT_WELCOME:
         return split if first is None else min(first, split)
@@ -346,11 +352,15 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
         # what the recogniser loses; a screener asks for our name, never after a
         # welcome, and the welcome may be lost where "to get started" is not
         start = welcome if welcome is not None else _first_at(tokens, (_STARTED,))
-        if start is not None and any(
-            tokens[i : i + 2] == ["please", "say"]
-            and tokens[i + 3 : i + 4] != ["name"]
-            and tokens[i + 2 : i + 3] not in (["that"], ["it"], ["again"], ["hi"], ["hello"])
-            for i in range(start, len(tokens))
+        if (
+            start is not None
+            and any(
+                tokens[i : i + 2] == ["please", "say"]
+                # "please say your name" is a screener's; "the name of ..." is not ours
+                and (tokens[i + 3 : i + 4] != ["name"] or tokens[i + 4 : i + 5] == ["of"])
+                and tokens[i + 2 : i + 3] not in (["that"], ["it"], ["again"], ["hi"], ["hello"])
+                for i in range(start, len(tokens))
+            )
         ):
             cues.append(("machine-ivr", "menu prompt: a business says what to say", start, 1.0))
     return cues
@@ -408,6 +418,11 @@ _SPLIT_WELCOME_BY = 3
 _BEFORE_SPLIT_WELCOME = frozenset(
     {"hi", "hello", "and", "we", "good", "morning", "afternoon", "evening"}
 )
+#: What is left of "thank you for calling" when the thanks is lost, and the words
+#: before it that say something else ("sorry for calling so late", a screener's
+#: "name and reason for calling").
+_FOR_CALLING = ("for", "calling")
+_NOT_THANKS = frozenset({"sorry", "apologize", "apologise", "apologies", "reason"})
 #: How a speech menu opens its first prompt when its welcome is lost.
 _STARTED = ("to", "get", "started")
 _TELL_WHY = tuple(
@@ -445,10 +460,15 @@ def _dials(token: str) -> bool:
 
 def _dialled_party(tokens: Sequence[str], i: int) -> tuple[tuple[str, ...], ...]:
     """The party named by what we did to it, its noun lost: "the primer you can dial",
-    "the primer you can file" (whisper's "the number you have dialed")."""
-    if i + 3 >= len(tokens) or tokens[i] != "the" or tokens[i + 2] != "you":
+    "the primer you can file" (whisper's "the number you have dialed"), or its
+    adjective lost beside the noun: "the normal phone you are calling" (whisper's "the
+    mobile phone you are calling", a female espeak-ng voice)."""
+    if i + 3 >= len(tokens) or tokens[i] != "the":
         return ()
-    verb = i + 4 if tokens[i + 3] in _AUX else i + 3
+    you = next((j for j in (i + 2, i + 3) if tokens[j] == "you"), None)
+    if you is None or you + 1 >= len(tokens):
+        return ()
+    verb = you + 2 if tokens[you + 1] in _AUX else you + 1
     if verb >= len(tokens) or not _dials(tokens[verb]):
         return ()
     return (tuple(tokens[i : verb + 1]),)

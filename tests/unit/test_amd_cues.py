@@ -320,3 +320,69 @@ def test_a_mobile_phone_called_is_a_carriers_hint_when_its_state_is_lost() -> No
     assert verdict is not None and verdict.category == "machine-unavailable"
     assert verdict.strength < 0.85
     assert classify_phrases(["Sorry, my mobile phone was off all morning."]) is None
+
+
+@pytest.mark.parametrize(
+    ("heard", "category"),
+    [
+        # "The mobile phone you are calling is switched off ...": the adjective lost
+        # beside the noun (female espeak-ng voice), the party still named
+        (
+            "The normal phone you are calling is switched off or upside the cover in the "
+            "area. Please call later.",
+            "machine-unavailable",
+        ),
+        ("The little number you have dialed is not in service.", "machine-unavailable"),
+        # a person naming someone we call about says no state of a line
+        ("The lady you are calling about is my sister, who is this?", None),
+        ("The best time you can call is after six.", None),
+    ],
+)
+def test_a_party_named_in_two_words_is_a_carriers(heard: str, category: str | None) -> None:
+    assert _verdict(heard) == category
+
+
+@pytest.mark.parametrize(
+    ("heard", "category"),
+    [
+        # "Please say the name of the person you would like to reach" (a directory):
+        # "the name of" is someone else's name, not the screener's "say your name"
+        (
+            "Thank you for calling us, look you in verity. Please say the name of never "
+            "can organize when you would like to read.",
+            "machine-ivr",
+        ),
+        ("Please say the name of the department.", "machine-ivr"),
+        # a person asking it of us
+        ("Sorry, can you say the name of the street again?", None),
+        # a screener's ask, its "your" heard as "the", still a screener's
+        ("Please say the name and the reason for your call.", "machine-screening"),
+        ("Thanks for calling. Please say your name after the tone.", "machine-screening"),
+    ],
+)
+def test_the_name_of_someone_else_is_not_ours(heard: str, category: str | None) -> None:
+    assert _verdict(heard) == category
+
+
+@pytest.mark.parametrize(
+    ("heard", "category"),
+    [
+        # "Thank you for calling Frontier Airlines. Briefly tell me what you're
+        # calling about." with the thanks lost (aunty): a business asks, no screener
+        (
+            "And for calling for either airlines, briefly tell me what you're calling "
+            "about. You can take things like both flights, mortgage, or flights.",
+            "machine-ivr",
+        ),
+        # a screener's own "reason for calling", and no welcome at all
+        ("Name and reason for calling, tell me why you're calling.", "machine-screening"),
+        ("Briefly tell me what you're calling about.", "machine-screening"),
+    ],
+)
+def test_a_welcome_whose_thanks_was_lost_is_a_welcome(heard: str, category: str | None) -> None:
+    assert _verdict(heard) == category
+
+
+def test_a_welcome_is_read_where_its_thanks_was_lost() -> None:
+    assert opens_with_welcome(words("And for calling Frontier Airlines."))
+    assert not opens_with_welcome(words("Sorry for calling so late, is Dana there?"))

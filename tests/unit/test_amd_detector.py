@@ -1334,10 +1334,25 @@ def test_a_beep_after_an_unkeyed_monologue_makes_it_a_voicemail() -> None:
 
 def test_a_shorter_garbled_greeting_stays_a_person() -> None:
     # 6.3 s is the longest greeting of a person in the suites, in the slowest voice
+    # (without a welcome: "And for calling ..." is a welcome with its thanks lost,
+    # judged from 5 s, see test_a_welcome_with_its_thanks_lost_is_judged_sooner)
+    call = Timeline()
+    _garbled(call, "And so on, not by many more people, for a appointment.", end=7.1)
+    call.run_until(10.0)
+    assert call.predictions[0].category == "human"
+
+
+def test_a_welcome_with_its_thanks_lost_is_judged_sooner() -> None:
+    # "Thank you for calling ..." heard as "And for calling ...": a welcome, so the
+    # monologue is a recording from 5 s, as with the thanks kept
     call = Timeline()
     _garbled(call, "And for calling not by many more people, for a appointment.", end=7.1)
     call.run_until(10.0)
-    assert call.predictions[0].category == "human"
+    assert call.predictions[0].category == "machine-ivr"
+    call = Timeline()
+    _garbled(call, "Thank you for calling not by many more people, for a appointment.", end=7.1)
+    call.run_until(10.0)
+    assert call.predictions[0].category == "machine-ivr"
 
 
 # -- a business's welcome that goes on (issue 19, twelfth round) ----------------------
