@@ -1163,27 +1163,38 @@ def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
     return "machine-vm" if _MAILBOX_WORDS.intersection(tokens) else "machine-ivr"
 
 
-#: What an interim reading alone may show: a menu or a carrier's state. A mailbox's
-#: words read only in an interim are too weak to risk a person on.
+#: What an interim reading alone may show: a menu or a carrier's state, and (when no
+#: menu or carrier is read and the final leans to no mailbox) a screener's ask. A
+#: mailbox's words read only in an interim are too weak to risk a person on.
 _INTERIM_CATEGORIES: frozenset[AmdCategory] = frozenset({"machine-ivr", "machine-unavailable"})
 
 
 def _read_in_interims(readings: Sequence[str], final: str) -> PhraseVerdict | None:
-    """The strongest menu or carrier verdict any interim reading holds, or None.
+    """The strongest menu or carrier verdict any interim reading holds, else its
+    strongest screener's verdict (see :data:`_INTERIM_CATEGORIES`), or None.
 
     A reading whose words the final says too, in the same order, holds nothing the
     final lacks and is not read again: a person's interims are mostly the start of
     their final, so reading them costs the event loop almost nothing.
     """
     said = f" {normalise(final)} "
-    others = (r for r in dict.fromkeys(readings) if f" {normalise(r)} " not in said)
-    found = (classify_phrases([reading], window=1) for reading in others)
-    strong = [
+    others = [r for r in dict.fromkeys(readings) if f" {normalise(r)} " not in said]
+    found = [
         v
-        for v in found
-        if v is not None and v.category in _INTERIM_CATEGORIES and v.strength > HINT_WEIGHT
+        for v in (classify_phrases([reading], window=1) for reading in others)
+        if v is not None and v.strength > HINT_WEIGHT
     ]
-    return max(strong, key=lambda v: v.strength, default=None)
+    strong = [v for v in found if v.category in _INTERIM_CATEGORIES]
+    if strong or not found:
+        return max(strong, key=lambda v: v.strength, default=None)
+    # a screener's ask the final garbled ("Please say your name after the tone" read
+    # so by an interim, "Please get your name off to the phone" by the final), when
+    # the final leans to no mailbox: its tone is then the screener's prompt tone
+    asks = [v for v in found if v.category == "machine-screening"]
+    final_lean = classify_phrases([final], window=1)
+    if not asks or (final_lean is not None and final_lean.category == "machine-vm"):
+        return None
+    return max(asks, key=lambda v: v.strength)
 
 
 #: Words of a short reply that are a person's answer or parting, not a garbled "Got it".

@@ -1547,6 +1547,48 @@ def test_a_carrier_state_an_interim_read_counts_when_the_final_lost_it() -> None
     assert call.detector.stage == "machine-unavailable"
 
 
+def _screener_read_in_an_interim(final: str) -> Timeline:
+    """espeak-ng en-gb-x-rp+anika: "Please say your name after the tone, and I'll see
+    if this person is available." An interim read the ask, the final garbled it."""
+    call = Timeline()
+    call.answered(0.0)
+    call._at(0.84, call.detector.speech_started)
+    call._at(4.14, call.detector.speech_stopped, 4.14)
+    readings = (
+        "please say your name of to the home and I'll see you please",
+        "Please get your name off to the phone and I'll give you a little bit of information.",
+    )
+    call._at(4.17, call.detector.transcript, final, readings)
+    return call
+
+
+def test_a_screeners_ask_an_interim_read_makes_its_tone_the_prompt_tone() -> None:
+    call = _screener_read_in_an_interim(
+        "Please get your name off to the phone and I'll give you this person in available."
+    )
+    assert call.detector.stage == "machine-screening"
+    call.tone(5.06, "beep", 4.41, 4.81)
+    assert call.detector.stage == "machine-screening"
+    assert all(p.category != "machine-vm" for p in call.predictions)
+
+
+def test_a_screeners_ask_only_an_interim_read_does_not_outweigh_a_mailboxs_lean() -> None:
+    call = _screener_read_in_an_interim(
+        "I can't come to the phone right now, so get your name off."
+    )
+    assert call.detector.stage != "machine-screening"
+    call.tone(5.06, "beep", 4.41, 4.81)
+    assert call.detector.stage == "machine-vm"
+
+
+def test_a_menu_an_interim_read_wins_over_a_screeners_ask_another_read() -> None:
+    from amd import detector
+
+    readings = ("Please say your name.", "For billing, press one. For sales, press two.")
+    verdict = detector._read_in_interims(readings, "Forbidden, pray on.")
+    assert verdict is not None and verdict.category == "machine-ivr"
+
+
 def test_a_person_whose_interims_hold_no_menu_or_carrier_words_stays_a_person() -> None:
     call = Timeline()
     call.answered(0.0)
