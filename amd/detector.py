@@ -1164,14 +1164,15 @@ def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
 
 
 #: What an interim reading alone may show: a menu or a carrier's state, and (when no
-#: menu or carrier is read and the final leans to no mailbox) a screener's ask. A
+#: menu or carrier is read and the final leans to no mailbox) a screener's ask for
+#: our name. A
 #: mailbox's words read only in an interim are too weak to risk a person on.
 _INTERIM_CATEGORIES: frozenset[AmdCategory] = frozenset({"machine-ivr", "machine-unavailable"})
 
 
 def _read_in_interims(readings: Sequence[str], final: str) -> PhraseVerdict | None:
     """The strongest menu or carrier verdict any interim reading holds, else its
-    strongest screener's verdict (see :data:`_INTERIM_CATEGORIES`), or None.
+    strongest screener's ask for our name (see :data:`_INTERIM_CATEGORIES`), or None.
 
     A reading whose words the final says too, in the same order, holds nothing the
     final lacks and is not read again: a person's interims are mostly the start of
@@ -1187,10 +1188,17 @@ def _read_in_interims(readings: Sequence[str], final: str) -> PhraseVerdict | No
     strong = [v for v in found if v.category in _INTERIM_CATEGORIES]
     if strong or not found:
         return max(strong, key=lambda v: v.strength, default=None)
-    # a screener's ask the final garbled ("Please say your name after the tone" read
-    # so by an interim, "Please get your name off to the phone" by the final), when
-    # the final leans to no mailbox: its tone is then the screener's prompt tone
-    asks = [v for v in found if v.category == "machine-screening"]
+    # a screener's ask for our name the final garbled ("Please say your name after the
+    # tone" read so by an interim, "Please get your name off to the phone" by the
+    # final), when the final leans to no mailbox: its tone is then the screener's
+    # prompt tone. Only an ask for a name: a speech menu asks what we are calling
+    # about too ("Briefly tell me what you're calling about", its welcome in the piece
+    # before), and a screener's stage cannot become a menu's
+    asks = [
+        v
+        for v in found
+        if v.category == "machine-screening" and any("name" in p.split() for p in v.phrases)
+    ]
     final_lean = classify_phrases([final], window=1)
     if not asks or (final_lean is not None and final_lean.category == "machine-vm"):
         return None

@@ -1581,6 +1581,29 @@ def test_a_screeners_ask_only_an_interim_read_does_not_outweigh_a_mailboxs_lean(
     assert call.detector.stage == "machine-vm"
 
 
+def test_what_you_call_about_read_only_in_an_interim_does_not_make_a_screener() -> None:
+    """espeak-ng en-029+m2: "Thanks for calling Horizon Airlines. Briefly tell me what
+    you're calling about. You can say things like ..." in three pieces; only an
+    interim read the question whole. A speech menu asks it too, and a screener's
+    stage cannot become a menu's: only an ask for our name counts from an interim."""
+    call = Timeline()
+    call.answered(0.0)
+    call._at(0.72, call.detector.speech_started)
+    call._at(3.28, call.detector.speech_stopped, 3.28)
+    call._at(3.31, call.detector.transcript, "Thanks for calling to ride the real line.")
+    call._at(3.36, call.detector.speech_started)
+    call._at(5.92, call.detector.speech_stopped, 5.92)
+    readings = ("and briefly failed.", "briefly tells me what you're calling about.")
+    heard = "briefly tells me what you're calling them out."
+    call._at(5.95, call.detector.transcript, heard, readings)
+    assert call.detector.stage != "machine-screening"
+    call._at(6.0, call.detector.speech_started)
+    call._at(10.64, call.detector.speech_stopped, 10.64)
+    heard = "You can say things like look at light, baggage of light status."
+    call._at(10.67, call.detector.transcript, heard)
+    assert call.detector.stage == "machine-ivr"
+
+
 def test_a_menu_an_interim_read_wins_over_a_screeners_ask_another_read() -> None:
     from amd import detector
 
