@@ -1165,8 +1165,8 @@ def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
 
 #: What an interim reading alone may show: a menu or a carrier's state, and (when no
 #: menu or carrier is read and the final leans to no mailbox) a screener's ask for
-#: our name. A
-#: mailbox's words read only in an interim are too weak to risk a person on.
+#: our name. A mailbox's words read only in an interim are too weak to risk a person
+#: on.
 _INTERIM_CATEGORIES: frozenset[AmdCategory] = frozenset({"machine-ivr", "machine-unavailable"})
 
 
@@ -1179,7 +1179,7 @@ def _read_in_interims(readings: Sequence[str], final: str) -> PhraseVerdict | No
     their final, so reading them costs the event loop almost nothing.
     """
     said = f" {normalise(final)} "
-    others = [r for r in dict.fromkeys(readings) if f" {normalise(r)} " not in said]
+    others = (r for r in dict.fromkeys(readings) if f" {normalise(r)} " not in said)
     found = [
         v
         for v in (classify_phrases([reading], window=1) for reading in others)
