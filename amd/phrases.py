@@ -465,15 +465,15 @@ def _word_score(
     return 0.0, False
 
 
-def _names_another(tokens: Sequence[str], start: int, words: tuple[str, ...], j: int) -> bool:
+def _names_another(tokens: Sequence[str], start: int, words: tuple[str, ...]) -> bool:
     """Whether the phrase's closing "your <noun>" was heard as "the <noun> of ...": the
     noun is then someone else's ("Please say the name of the person you would like to
     reach" is a directory's prompt, not a screener's "say your name")."""
     after = start + len(words)
     return (
-        j == len(words) - 2
-        and words[j] == "your"
-        and tokens[start + j] != "your"
+        len(words) >= 2
+        and words[-2] == "your"
+        and tokens[after - 2] != "your"
         and after < len(tokens)
         and tokens[after] == "of"
     )
@@ -494,11 +494,11 @@ def _match_at(tokens: Sequence[str], start: int, words: tuple[str, ...]) -> floa
         )
         if quality == 0.0:
             return 0.0
-        if _names_another(tokens, start, words, j):
-            return 0.0
         edits_left = edits_left and not used_edit
         exact += quality == 1.0 and word not in (_DIGIT, _WORD)
         strength *= quality
+    if _names_another(tokens, start, words):
+        return 0.0
     return strength if exact else 0.0
 
 
