@@ -345,7 +345,7 @@ class AmdDetector:
             # makes it a speech menu's prompt, which the pair reads (amd/cues.py)
             turn.verdict = pair
         if turn.verdict is None or turn.verdict.strength <= HINT_WEIGHT:
-            turn.verdict = _read_in_interims(readings, text) or turn.verdict
+            turn.verdict = _read_in_interims(readings, text, turn.verdict) or turn.verdict
         if turn.verdict is not None and turn.verdict.strength > HINT_WEIGHT:
             turn.settled = True
             out += self._predict_phrase(t, turn)
@@ -1170,9 +1170,14 @@ def _unkeyed_recording(tokens: list[str]) -> AmdCategory:
 _INTERIM_CATEGORIES: frozenset[AmdCategory] = frozenset({"machine-ivr", "machine-unavailable"})
 
 
-def _read_in_interims(readings: Sequence[str], final: str) -> PhraseVerdict | None:
+def _read_in_interims(
+    readings: Sequence[str], final: str, final_verdict: PhraseVerdict | None
+) -> PhraseVerdict | None:
     """The strongest menu or carrier verdict any interim reading holds, else its
     strongest screener's ask for our name (see :data:`_INTERIM_CATEGORIES`), or None.
+
+    ``final_verdict`` is what the phrase gate read in ``final`` (a hint at most, or
+    None): a mailbox's lean there keeps a screener's ask out.
 
     A reading whose words the final says too, in the same order, holds nothing the
     final lacks and is not read again: a person's interims are mostly the start of
@@ -1199,8 +1204,7 @@ def _read_in_interims(readings: Sequence[str], final: str) -> PhraseVerdict | No
         for v in found
         if v.category == "machine-screening" and any("name" in p.split() for p in v.phrases)
     ]
-    final_lean = classify_phrases([final], window=1)
-    if not asks or (final_lean is not None and final_lean.category == "machine-vm"):
+    if not asks or (final_verdict is not None and final_verdict.category == "machine-vm"):
         return None
     return max(asks, key=lambda v: v.strength)
 

@@ -1608,7 +1608,7 @@ def test_a_menu_an_interim_read_wins_over_a_screeners_ask_another_read() -> None
     from amd import detector
 
     readings = ("Please say your name.", "For billing, press one. For sales, press two.")
-    verdict = detector._read_in_interims(readings, "Forbidden, pray on.")
+    verdict = detector._read_in_interims(readings, "Forbidden, pray on.", None)
     assert verdict is not None and verdict.category == "machine-ivr"
 
 
@@ -1638,7 +1638,7 @@ def test_a_reading_the_final_says_in_full_is_not_read_again(
 
     monkeypatch.setattr(detector, "classify_phrases", spy)
     readings = ("Hello,", "Hello, who is", "Hello, who is this", "For billing, press one for")
-    verdict = detector._read_in_interims(readings, "Hello, who is this? For billing.")
+    verdict = detector._read_in_interims(readings, "Hello, who is this? For billing.", None)
     assert read == ["For billing, press one for"]
     assert verdict is not None and verdict.category == "machine-ivr"
 
