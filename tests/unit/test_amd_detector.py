@@ -113,11 +113,19 @@ class Timeline:
     def answered(self, t: float = 0.0) -> list[Output]:
         return self._at(t, self.detector.answered)
 
-    def say(self, start: float, end: float, text: str, final_at: float | None = None) -> None:
-        """Callee speech from ``start`` to ``end``; its final transcript at ``final_at``."""
+    def say(
+        self,
+        start: float,
+        end: float,
+        text: str,
+        final_at: float | None = None,
+        readings: tuple[str, ...] = (),
+    ) -> None:
+        """Callee speech from ``start`` to ``end``; its final transcript at ``final_at``,
+        with the recogniser's interim ``readings`` of it."""
         self._at(start, self.detector.speech_started)
         self._at(end, self.detector.speech_stopped, end)
-        self._at(end if final_at is None else final_at, self.detector.transcript, text)
+        self._at(end if final_at is None else final_at, self.detector.transcript, text, readings)
 
     def speech_starts(self, t: float) -> list[Output]:
         return self._at(t, self.detector.speech_started)
@@ -1068,8 +1076,6 @@ def test_a_menu_in_the_words_the_final_transcript_dropped_counts() -> None:
     """espeak-ng en-us: whisper's final pass dropped the menu the interim had read."""
     call = Timeline()
     call.answered(0.0)
-    call._at(0.6, call.detector.speech_started)
-    call._at(10.0, call.detector.speech_stopped, 10.0)
     heard = (
         "Hello, and thank you for calling Bay Area Gas. You can also find us online at baygas.com"
     )
@@ -1077,21 +1083,14 @@ def test_a_menu_in_the_words_the_final_transcript_dropped_counts() -> None:
         "Hello, and thank you for calling Bay Area Gas. You can also find us online "
         "at Bay Gas.com if you fail gas, press one now for billing."
     )
-    call._at(10.03, call.detector.transcript, heard, ("Hello, and thank you.", interim))
+    call.say(0.6, 10.0, heard, final_at=10.03, readings=("Hello, and thank you.", interim))
     assert call.detector.stage == "machine-ivr"
 
 
 def test_voicemail_words_only_an_interim_read_do_not_count() -> None:
     call = Timeline()
     call.answered(0.0)
-    call._at(0.5, call.detector.speech_started)
-    call._at(3.0, call.detector.speech_stopped, 3.0)
-    call._at(
-        3.03,
-        call.detector.transcript,
-        "Hi, this is Dana.",
-        ("Hi, this is Dana, leave a message.",),
-    )
+    call.say(0.5, 3.0, "Hi, this is Dana.", 3.03, ("Hi, this is Dana, leave a message.",))
     assert call.detector.stage != "machine-vm"
     call.run_until(5.0)
     assert call.predictions[-1].category == "human"
@@ -1535,15 +1534,13 @@ def test_a_carrier_state_an_interim_read_counts_when_the_final_lost_it() -> None
     """espeak-ng en-029: the final pass garbled what two interims had read clearly."""
     call = Timeline()
     call.answered(0.0)
-    call._at(0.4, call.detector.speech_started)
-    call._at(5.0, call.detector.speech_stopped, 5.0)
     readings = (
         "I'm all grateful.",
         "The mobile phone you are calling is switched off",
         "The mobile phone you are calling is switched off outside the company.",
     )
     heard = "The moment for new economy is reached up on outside the company area."
-    call._at(5.03, call.detector.transcript, heard, readings)
+    call.say(0.4, 5.0, heard, final_at=5.03, readings=readings)
     assert call.detector.stage == "machine-unavailable"
 
 
@@ -1552,13 +1549,11 @@ def _screener_read_in_an_interim(final: str) -> Timeline:
     if this person is available." An interim read the ask, the final garbled it."""
     call = Timeline()
     call.answered(0.0)
-    call._at(0.84, call.detector.speech_started)
-    call._at(4.14, call.detector.speech_stopped, 4.14)
     readings = (
         "please say your name of to the home and I'll see you please",
         "Please get your name off to the phone and I'll give you a little bit of information.",
     )
-    call._at(4.17, call.detector.transcript, final, readings)
+    call.say(0.84, 4.14, final, final_at=4.17, readings=readings)
     return call
 
 
@@ -1588,19 +1583,13 @@ def test_what_you_call_about_read_only_in_an_interim_does_not_make_a_screener() 
     stage cannot become a menu's: only an ask for our name counts from an interim."""
     call = Timeline()
     call.answered(0.0)
-    call._at(0.72, call.detector.speech_started)
-    call._at(3.28, call.detector.speech_stopped, 3.28)
-    call._at(3.31, call.detector.transcript, "Thanks for calling to ride the real line.")
-    call._at(3.36, call.detector.speech_started)
-    call._at(5.92, call.detector.speech_stopped, 5.92)
+    call.say(0.72, 3.28, "Thanks for calling to ride the real line.", final_at=3.31)
     readings = ("and briefly failed.", "briefly tells me what you're calling about.")
     heard = "briefly tells me what you're calling them out."
-    call._at(5.95, call.detector.transcript, heard, readings)
+    call.say(3.36, 5.92, heard, final_at=5.95, readings=readings)
     assert call.detector.stage != "machine-screening"
-    call._at(6.0, call.detector.speech_started)
-    call._at(10.64, call.detector.speech_stopped, 10.64)
     heard = "You can say things like look at light, baggage of light status."
-    call._at(10.67, call.detector.transcript, heard)
+    call.say(6.0, 10.64, heard, final_at=10.67)
     assert call.detector.stage == "machine-ivr"
 
 
@@ -1615,11 +1604,9 @@ def test_a_menu_an_interim_read_wins_over_a_screeners_ask_another_read() -> None
 def test_a_person_whose_interims_hold_no_menu_or_carrier_words_stays_a_person() -> None:
     call = Timeline()
     call.answered(0.0)
-    call._at(0.5, call.detector.speech_started)
-    call._at(3.0, call.detector.speech_stopped, 3.0)
     # an interim a carrier would say only as a hint, and a mailbox's words
     readings = ("Hello, try again later.", "Hi, this is Dana, leave a message.")
-    call._at(3.03, call.detector.transcript, "Hi, this is Dana speaking.", readings)
+    call.say(0.5, 3.0, "Hi, this is Dana speaking.", final_at=3.03, readings=readings)
     call.run_until(5.0)
     assert call.predictions[-1].category == "human"
 
