@@ -51,10 +51,11 @@ class AmdConfig(BaseModel):
     keeps it a person."""
     welcome_monologue_seconds: float = Field(default=5.0, ge=2.0, le=60.0)
     """``monologue_seconds`` for speech that opens with a business's welcome ("Thank
-    you for calling Baxter and Lowe.", "Welcome to ..."): a receptionist follows the
-    welcome with their name or an offer to help, a person's phrase that keeps them a
-    person; a recording goes on to what it has to say, and is taken for one from
-    this long, before a verdict or over a provisional person's one."""
+    you for calling Baxter and Lowe.", "Welcome to ...") or with where we called
+    ("You've reached Cedar Valley Clinic."): a receptionist follows either with their
+    name or an offer to help, a person's phrase that keeps them a person; a recording
+    goes on to what it has to say, and is taken for one from this long, before a
+    verdict or over a provisional person's one."""
     human_confirm_window: float = Field(default=6.0, ge=0.0, le=30.0)
     """A fast "person" verdict is provisional this long (or until the callee's next
     turn): a beep or a voicemail take-over phrase in that time corrects it."""

@@ -38,6 +38,7 @@ __all__ = [
     "carrier_cues",
     "menu_cues",
     "opens_with_welcome",
+    "opens_with_where_we_called",
     "screener_cues",
 ]
 
@@ -216,6 +217,33 @@ def opens_with_welcome(tokens: Sequence[str]) -> bool:
     welcome to")."""
     first = _welcome_at(canonical_words(tokens))
     return first is not None and first <= 3
+
+
+#: "You've reached X" as the recogniser keeps it ("You'll reach like your mortars",
+#: "You can reach senior melee clinic", whisper tiny.en on espeak-ng voices).
+_REACHED = tuple(
+    tuple(p.split())
+    for p in (
+        "you have reached",
+        "you reached",
+        "you have reach",
+        "you will reach",
+        "you can reach",
+    )
+)
+
+
+def opens_with_where_we_called(tokens: Sequence[str]) -> bool:
+    """Whether an announcement of where we called ("You've reached X") opens
+    ``tokens``, after at most a greeting ("Hi, you've reached ..."). Menus and
+    mailboxes open so; a receptionist who does goes on with their name or an offer to
+    help, as after a welcome. Not "you reached me": that is a person's."""
+    for i in range(min(4, len(tokens))):
+        for phrase in _REACHED:
+            if _prompt_at(tokens, i, phrase):
+                after = tokens[i + len(phrase)] if i + len(phrase) < len(tokens) else ""
+                return after not in _PRONOUNS
+    return False
 
 
 def _welcome_at(tokens: Sequence[str]) -> int | None:

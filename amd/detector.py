@@ -45,7 +45,7 @@ from agent.core.timers import ArmTimer, CancelTimer
 
 from .classifier import HANDED_OVER_FROM, announces_transfer, person_markers, rang_before_latest
 from .config import AmdConfig
-from .cues import opens_with_welcome
+from .cues import opens_with_welcome, opens_with_where_we_called
 from .fsm import Prediction, StageMachine
 from .menu_shapes import keyed_option
 from .phrases import (
@@ -440,7 +440,9 @@ class AmdDetector:
         span = self._monologue(tr) if cat == "human" else None
         over_us = self._run_over_us(tr) if cat == "human" and span is None else None
         if cat == "machine-vm" and confidence < self.cfg.strong_evidence:
-            opened = self._monologue(tr)
+            # (the full monologue_seconds: "You've reached X" is what leans it to a
+            # mailbox, and a short greeting that says no more is one)
+            opened = self._monologue(tr, announced=False)
             said = " ".join(x.text for x in s.turns[: tr.index + 1]) if opened else ""
             if opened is not None and _only_an_opening(said) and not person_markers(said):
                 # "You've reached X." opens a menu as often as a mailbox: a long
@@ -793,23 +795,28 @@ class AmdDetector:
         # answers about those turns arriving later are superseded
         return max(len(self.s.turns), self.fsm.latest_turn)
 
-    def _monologue(self, turn: _Turn) -> float | None:
+    def _monologue(self, turn: _Turn, *, announced: bool = True) -> float | None:
         """How long the callee has talked, if they talked from the answer up to the end
         of ``turn`` with no pause of ``long_greeting_silence``, for ``monologue_seconds``
         (``welcome_monologue_seconds`` if a business's welcome opened it) or more, and
-        no verdict was given yet; otherwise None."""
+        no verdict was given yet; otherwise None. ``announced=False`` leaves an
+        announcement of where we called out of the shorter length."""
         if self.fsm.stage != "uncertain" or self.s.provisional_at is not None:
             return None
         return self._run(
-            turn, self.cfg.long_greeting_silence, over_us=False, seconds=self._too_long(turn)
+            turn,
+            self.cfg.long_greeting_silence,
+            over_us=False,
+            seconds=self._too_long(turn, announced=announced),
         )
 
-    def _too_long(self, turn: _Turn) -> float:
+    def _too_long(self, turn: _Turn, *, announced: bool = True) -> float:
         """How long answering the call with speech up to ``turn`` takes to be a
-        recording's length: ``welcome_monologue_seconds`` if a business's welcome
-        opened it, ``monologue_seconds`` otherwise."""
+        recording's length: ``welcome_monologue_seconds`` if a business's welcome or
+        an announcement of where we called ("You've reached X") opened it,
+        ``monologue_seconds`` otherwise."""
         opening = words(" ".join(x.text for x in self.s.turns[: turn.index + 1]))
-        if opens_with_welcome(opening):
+        if opens_with_welcome(opening) or (announced and opens_with_where_we_called(opening)):
             return self.cfg.welcome_monologue_seconds
         return self.cfg.monologue_seconds
 

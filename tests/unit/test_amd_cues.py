@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from amd.classifier import score_turn
-from amd.cues import opens_with_welcome
+from amd.cues import opens_with_welcome, opens_with_where_we_called
 from amd.phrases import classify_phrases, match, words
 from amd.tolerance import split_glued, word_quality
 
@@ -98,6 +98,25 @@ def test_screeners_are_not_menus(text: str) -> None:
 )
 def test_people_give_no_strong_machine_evidence(text: str) -> None:
     assert _verdict(text) is None
+
+
+@pytest.mark.parametrize(
+    ("heard", "opens"),
+    [
+        ("You've reached Cedar Valley Clinic.", True),
+        ("Hi, you have reached the Nguyen residence.", True),
+        # as whisper tiny.en kept it in espeak-ng voices
+        ("You have reached here no more, it's related.", True),
+        ("You'll reach like your mortars, which determines what you like.", True),
+        ("You can reach senior melee clinic.", True),
+        # a person's words, or the words anywhere but at the opening
+        ("Hello? Oh, you reached me at a bad time.", False),
+        ("Hello, this is Dana, you can reach me here any time.", False),
+        ("Yes?", False),
+    ],
+)
+def test_where_we_called_opens_the_words(heard: str, opens: bool) -> None:
+    assert opens_with_where_we_called(words(heard)) is opens
 
 
 @pytest.mark.parametrize(

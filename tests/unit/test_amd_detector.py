@@ -1469,6 +1469,9 @@ def test_words_that_go_on_before_we_speak_after_a_person_verdict_are_a_recording
     [
         # a business's welcome opened it: a recording from welcome_monologue_seconds
         ("Thank you for calling right of insurance.", True),
+        # where we called opened it, as a welcome does ("You have reached Cedar
+        # Valley Clinic." as whisper tiny.en kept it in a female espeak-ng voice)
+        ("You have reached here no more, it's related.", True),
         # no welcome: 5.8 s is short of monologue_seconds
         ("Right of insurance, main office.", False),
     ],
