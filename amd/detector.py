@@ -50,6 +50,7 @@ from .fsm import Prediction, StageMachine
 from .menu_shapes import keyed_option
 from .phrases import (
     HINT_WEIGHT,
+    IVR_REPROMPTS,
     PhraseVerdict,
     classify_phrases,
     is_acknowledgment,
@@ -981,7 +982,12 @@ class AmdDetector:
         if s.provisional_at is not None:
             this_turn = s.turns[turn] if 0 <= turn < len(s.turns) else None
             menu_over_us = category == "machine-ivr" and (
-                this_turn is None or this_turn.overlapped or self._said_before_agent(this_turn)
+                this_turn is None
+                or this_turn.overlapped
+                or self._said_before_agent(this_turn)
+                # a menu's "we did not receive a valid response" answers us as no
+                # person does
+                or any(e.removeprefix("phrase:") in IVR_REPROMPTS for e in evidence)
             )
             if (
                 category in ("machine-vm", "machine-unavailable") or menu_over_us

@@ -39,6 +39,7 @@ from amd.tolerance import FUNCTION_WORDS, split_glued, word_quality
 
 __all__ = [
     "HINT_WEIGHT",
+    "IVR_REPROMPTS",
     "PACKS",
     "PhraseHit",
     "PhraseVerdict",
@@ -216,7 +217,33 @@ UNAVAILABLE_HINTS: tuple[str, ...] = (
     "mobile phone you are calling",
 )
 
+#: What a menu says when it got no usable key or word, before it asks again or
+#: hangs up ("We did not receive a valid response. Goodbye."): nobody answering a
+#: call says it, so it corrects a person's verdict even said after we spoke
+#: (:class:`amd.detector.AmdDetector`). Whisper tiny.en keeps its frame and loses a
+#: word ("We did not receive a marriage response", a female espeak-ng voice).
+IVR_REPROMPTS: tuple[str, ...] = (
+    "did not receive a {w} response",
+    "did not receive a response",
+    "did not receive your response",
+    "did not receive your selection",
+    "did not receive a {w} selection",
+    "did not receive any input",
+    "not a valid selection",
+    "not a valid option",
+    "not a valid entry",
+    "not a valid response",
+    "not a valid choice",
+    "invalid selection",
+    "invalid entry",
+    "invalid option",
+    "invalid response",
+    "please make a selection",
+    "please make your selection",
+)
+
 IVR_STRONG: tuple[str, ...] = (
+    *IVR_REPROMPTS,
     "press {d} for",
     "press {d} to",
     "or press {d}",

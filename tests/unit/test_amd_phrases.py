@@ -278,3 +278,21 @@ def test_a_mailbox_that_takes_messages_or_sends_nobody_away_stays_a_voicemail(te
     verdict = classify_phrases([text], window=1)
     assert verdict is not None
     assert verdict.category == "machine-vm"
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("We did not receive a valid response. Goodbye.", "machine-ivr"),
+        ("Sorry, that is not a valid option. Please try again.", "machine-ivr"),
+        ("Invalid entry.", "machine-ivr"),
+        ("Please make a selection.", "machine-ivr"),
+        # a carrier's "not a valid number" names the party: still a carrier
+        ("The number you have dialed is not a valid number.", "machine-unavailable"),
+        # what a person says when they missed something is no menu's
+        ("Sorry, I didn't get that, can you say it again?", None),
+    ],
+)
+def test_a_menus_no_input_prompts_are_a_menu(text: str, category: str | None) -> None:
+    verdict = classify_phrases([text], window=1)
+    assert (verdict.category if verdict is not None else None) == category
