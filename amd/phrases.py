@@ -221,14 +221,16 @@ UNAVAILABLE_HINTS: tuple[str, ...] = (
 #: hangs up ("We did not receive a valid response. Goodbye."): nobody answering a
 #: call says it, so it corrects a person's verdict even said after we spoke
 #: (:class:`amd.detector.AmdDetector`). Whisper tiny.en keeps its frame and loses a
-#: word ("We did not receive a marriage response", a female espeak-ng voice).
+#: word ("We did not receive a marriage response", "We could not receive a mallet
+#: response", female and male espeak-ng voices).
 IVR_REPROMPTS: tuple[str, ...] = (
-    "did not receive a {w} response",
-    "did not receive a response",
-    "did not receive your response",
-    "did not receive your selection",
-    "did not receive a {w} selection",
-    "did not receive any input",
+    # "did not", "could not", "have not": whoever did not receive it
+    "not receive a {w} response",
+    "not receive a response",
+    "not receive your response",
+    "not receive your selection",
+    "not receive a {w} selection",
+    "not receive any input",
     "not a valid selection",
     "not a valid option",
     "not a valid entry",

@@ -1675,6 +1675,7 @@ def test_a_full_mailboxs_refusal_with_its_mailbox_lost_decides_before_the_hang_u
         "We did not receive a valid response. Goodbye.",
         # as whisper tiny.en kept it in a female espeak-ng voice
         "We did not receive a marriage response.",
+        "We could not receive a mallet response, goodbye.",
         "I'm sorry, that is not a valid selection.",
     ],
 )
