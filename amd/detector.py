@@ -799,9 +799,10 @@ class AmdDetector:
     def _monologue(self, turn: _Turn, *, announced: bool = True) -> float | None:
         """How long the callee has talked, if they talked from the answer up to the end
         of ``turn`` with no pause of ``long_greeting_silence``, for ``monologue_seconds``
-        (``welcome_monologue_seconds`` if a business's welcome opened it) or more, and
-        no verdict was given yet; otherwise None. ``announced=False`` leaves an
-        announcement of where we called out of the shorter length."""
+        (``welcome_monologue_seconds`` if a business's welcome or where we called
+        opened it: :meth:`_too_long`) or more, and no verdict was given yet; otherwise
+        None. ``announced=False`` leaves an announcement of where we called out of the
+        shorter length."""
         if self.fsm.stage != "uncertain" or self.s.provisional_at is not None:
             return None
         return self._run(
@@ -826,8 +827,8 @@ class AmdDetector:
         earlier turn and every turn since the answer up to ``turn`` was said before
         the agent first spoke or over the agent, with pauses shorter than twice
         ``long_greeting_silence``, for ``monologue_seconds`` or more
-        (``welcome_monologue_seconds`` if a business's welcome opened it); otherwise
-        None.
+        (``welcome_monologue_seconds`` if a business's welcome or where we called
+        opened it); otherwise None.
 
         A person who was given a verdict after their first sentence waits for us or
         answers us; a recording goes on with what it was saying.
