@@ -1669,6 +1669,20 @@ def test_a_full_mailboxs_refusal_with_its_mailbox_lost_decides_before_the_hang_u
     assert call.completed.stages == ("machine-unavailable",)
 
 
+def _lost_menu_then_after_we_spoke(heard: str, *, until: float) -> Timeline:
+    """A menu's opening the recogniser lost (a person's verdict), our words, then
+    ``heard``."""
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.6, 2.2, "You can read, see your merry clinic.")
+    call.run_until(4.0)
+    assert call.predictions[0].category == "human" and call.predictions[0].provisional
+    call.agent(4.2, 7.0, "Hi, this is Sam from Acme Dental.")
+    call.say(8.0, 10.0, heard)
+    call.run_until(until)
+    return call
+
+
 @pytest.mark.parametrize(
     "heard",
     [
@@ -1683,14 +1697,7 @@ def test_a_menus_no_input_prompt_after_we_spoke_corrects_a_person(heard: str) ->
     """A menu whose words were lost ("You can read, see your merry clinic." for "You
     have reached Cedar Valley Clinic. For pharmacy hours, press 1.") gave a person's
     verdict; what it says when we pressed nothing answers us as no person does."""
-    call = Timeline()
-    call.answered(0.0)
-    call.say(0.6, 2.2, "You can read, see your merry clinic.")
-    call.run_until(4.0)
-    assert call.predictions[0].category == "human" and call.predictions[0].provisional
-    call.agent(4.2, 7.0, "Hi, this is Sam from Acme Dental.")
-    call.say(8.0, 10.0, heard)
-    call.run_until(11.0)
+    call = _lost_menu_then_after_we_spoke(heard, until=11.0)
     last = call.predictions[-1]
     assert (last.category, last.stage, last.provisional) == ("machine-ivr", "machine-ivr", False)
     assert "corrects a provisional person" in last.reason
@@ -1698,12 +1705,6 @@ def test_a_menus_no_input_prompt_after_we_spoke_corrects_a_person(heard: str) ->
 
 def test_a_persons_answer_that_names_a_key_after_we_spoke_stays_a_person() -> None:
     # a person reading options to us answers us: only a menu's own prompts correct
-    call = Timeline()
-    call.answered(0.0)
-    call.say(0.6, 2.2, "You can read, see your merry clinic.")
-    call.run_until(4.0)
-    call.agent(4.2, 7.0, "Hi, this is Sam from Acme Dental.")
-    call.say(8.0, 10.0, "Oh, for billing you press one, I think.")
-    call.run_until(18.0)
+    call = _lost_menu_then_after_we_spoke("Oh, for billing you press one, I think.", until=18.0)
     assert all(p.category == "human" for p in call.predictions)
     assert call.completed.category == "human"
