@@ -36,6 +36,7 @@ __all__ = [
     "history_input",
     "parse_history",
     "person_markers",
+    "offers_then_options",
     "HANDED_OVER_FROM",
     "rang_before_latest",
     "score_turn",
@@ -191,6 +192,13 @@ def _has(tokens: str, phrase: str) -> bool:
     return re.search(rf"(?:^| ){re.escape(phrase)}(?: |$)", tokens) is not None
 
 
+def _progressive(named: re.Match[str]) -> bool:
+    """Whether a "this is <name>" match is "I am"/"it is" before a verb in "-ing": what
+    the speaker is doing, not who they are ("I'm checking and saving" for "For checking
+    and savings", "it's ringing")."""
+    return named.group(0).split()[0] in ("i", "it") and named.group(1).endswith("ing")
+
+
 def person_markers(text: str) -> list[str]:
     """The phrases of a person in ``text`` ("how can I help", "this is Naomi"), if any.
 
@@ -206,13 +214,62 @@ def person_markers(text: str) -> list[str]:
         (
             m
             for k, m in enumerate(_NAMED.finditer(tokens))
-            if m.group(1) not in _NOT_NAMES and (k == 0 or m.group(0).split()[0] in ("this", "my"))
+            if m.group(1) not in _NOT_NAMES
+            and not _progressive(m)
+            and (k == 0 or m.group(0).split()[0] in ("this", "my"))
         ),
         None,
     )
     if named:
         found.append("this is " + named.group(1))
     return found
+
+
+#: A person's offers of help (among :data:`_PERSON_MARKERS`): whoever asks one waits
+#: for the answer.
+_OFFERS = frozenset(
+    {
+        "how can i help",
+        "how may i help",
+        "how can i",
+        "how may i",
+        "how can we help",
+        "what can i do for you",
+        "what can i",
+        "can i help you",
+    }
+)
+#: Words said after the last offer of help that make it a recording's: a person who
+#: asks does not read on for this many words.
+_READ_ON_WORDS = 6
+
+
+def offers_then_options(text: str) -> bool:
+    """Whether the only person's phrases in ``text`` are offers of help and what
+    follows the last of them reads a menu's options: :data:`_READ_ON_WORDS` words or
+    more, with no person's phrase, and a clause in them that ends with a key after a
+    word that is no key ("How can we help you today? I'm checking and saving, put
+    one. For who is gone, play through!", what whisper tiny.en made of "... For
+    checking and savings, press 1. For credit cards, press 2.").
+
+    A person who asks "how can I help?" waits for the answer; a bank's greeting goes
+    on with its menu, whatever became of the key verb.
+    """
+    markers = person_markers(text)
+    if not markers or not _OFFERS.issuperset(markers):
+        return False
+    clauses = [normalise(c) for c in re.split(r"[,.;:!?]", text)]
+    last = max((k for k, c in enumerate(clauses) if any(_has(c, m) for m in _OFFERS)), default=None)
+    if last is None:
+        return False
+    rest = [c.split() for c in clauses[last + 1 :] if c.strip()]
+    if sum(len(c) for c in rest) < _READ_ON_WORDS or person_markers(
+        " ".join(" ".join(c) for c in rest)
+    ):
+        return False
+    return any(
+        len(c) >= 2 and c[-1].isdigit() and len(c[-1]) == 1 and not c[-2].isdigit() for c in rest
+    )
 
 
 #: A question tag ("..., don't you?", "..., isn't it?") once normalised: an auxiliary,

@@ -43,7 +43,13 @@ from dataclasses import dataclass, field
 from agent.core.messages import AmdCategory, FinalAmdCategory
 from agent.core.timers import ArmTimer, CancelTimer
 
-from .classifier import HANDED_OVER_FROM, announces_transfer, person_markers, rang_before_latest
+from .classifier import (
+    HANDED_OVER_FROM,
+    announces_transfer,
+    offers_then_options,
+    person_markers,
+    rang_before_latest,
+)
 from .config import AmdConfig
 from .cues import opens_with_welcome, opens_with_where_we_called
 from .fsm import Prediction, StageMachine
@@ -479,7 +485,12 @@ class AmdDetector:
             said = " ".join(x.text for x in s.turns[: tr.index + 1])
             tokens = words(said)
             keyed = keyed_option(tokens)
-            if over_us is not None and not person_markers(self._said_since_verdict(tr)):
+            # a person's offer of help holds the person only if they waited after it:
+            # options read on after it are a bank's greeting and its menu
+            since = self._said_since_verdict(tr) if over_us is not None else said
+            read_on = offers_then_options(since)
+            held = "read options on after an offer of help" if read_on else "nothing a person says"
+            if over_us is not None and (read_on or not person_markers(since)):
                 # a greeting, a pause that gave the verdict, then a menu said before we
                 # spoke or over us: timing is the strong evidence that corrects it. A
                 # person's phrase before the verdict does not hold it ("How can we help
@@ -488,17 +499,14 @@ class AmdDetector:
                 confidence = self.cfg.strong_evidence
                 reason = (
                     f"went on for {over_us:.1f} s from the answer without waiting for "
-                    f"us, nothing a person says after the verdict; {reason}"
+                    f"us, {held} after the verdict; {reason}"
                 )
             elif span is not None and keyed:
                 cat, confidence = "machine-ivr", 0.7
                 reason = f"a {span:.1f} s monologue answering the call, a key in it; {reason}"
-            elif span is not None and not person_markers(said):
+            elif span is not None and (read_on or not person_markers(said)):
                 cat, confidence = _unkeyed_recording(tokens), 0.6
-                reason = (
-                    f"a {span:.1f} s monologue answering the call, nothing a person says "
-                    f"in it; {reason}"
-                )
+                reason = f"a {span:.1f} s monologue answering the call, {held} in it; {reason}"
         if cat == "machine-vm" and s.provisional_at is not None:
             s.vm_lean_end = tr.end if tr.end is not None else t
         if cat == "human" and self.fsm.stage == "uncertain":

@@ -11,7 +11,9 @@ from amd.classifier import (
     LexicalAmdModel,
     LlmAmdModel,
     history_input,
+    offers_then_options,
     parse_history,
+    person_markers,
     rang_before_latest,
     score_turn,
 )
@@ -493,3 +495,46 @@ async def test_llm_reply_picks_the_first_option_named(reply: str, value: str) ->
         decisions={"category": AMD_DECISION},
     )
     assert resp.results["category"].value == value  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("text", "read_on"),
+    [
+        # a bank's greeting and its menu, the key verbs heard as other words
+        (
+            "How can we help you today? I'm checking and saving, put one. For who is gone, "
+            "play through!",
+            True,
+        ),
+        (
+            "And for calling Cobalt, how can we help you, okay? Fucking and failing, put one, "
+            "fuck with its car, put it all.",
+            True,
+        ),
+        # the offer ends what was said
+        ("Thanks for calling Cobalt Bank, how can I help you today?", False),
+        # a person talks on, with no option in it ("one second" ends with no key)
+        ("How can I help you? Sorry, one second, let me turn the radio down.", False),
+        # too few words after the offer to be a menu read on
+        ("How can I help you? Line 2.", False),
+        # a person who names themselves is a person, whatever follows
+        ("This is Ana, how can I help you? I'm just finishing up with line two.", False),
+        # a person's phrase after the options holds the person
+        ("How can we help? For billing, press one. Who is this?", False),
+    ],
+)
+def test_options_read_on_after_an_offer_of_help(text: str, read_on: bool) -> None:
+    assert offers_then_options(text) is read_on
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("Hi, I'm checking and saving.", False),
+        ("It's ringing again.", False),
+        ("This is Sterling.", True),
+        ("Hi, I'm Dana.", True),
+    ],
+)
+def test_i_am_doing_something_names_nobody(text: str, named: bool) -> None:
+    assert any(m.startswith("this is ") for m in person_markers(text)) is named

@@ -1708,3 +1708,68 @@ def test_a_persons_answer_that_names_a_key_after_we_spoke_stays_a_person() -> No
     call = _lost_menu_then_after_we_spoke("Oh, for billing you press one, I think.", until=18.0)
     assert all(p.category == "human" for p in call.predictions)
     assert call.completed.category == "human"
+
+
+# -- an offer of help, then a menu read on (issue 19, twenty-fourth round) -------------
+
+#: "Hi, thanks for calling Cobalt Bank. How can we help you today? For checking and
+#: savings, press 1. For credit cards, press 2." as whisper tiny.en heard it in two
+#: espeak-ng voices: the key verbs came back as "put" and "play", so no key was read.
+_OFFER_THEN_OPTIONS = (
+    "Oh, and fuck all in co-altemand, how can we help you, okay? "
+    "Fucking and failing, put one, fuck with its car, put it all."
+)
+
+
+def test_an_offer_of_help_with_options_read_on_after_it_is_a_recording() -> None:
+    # one 8.6 s stretch answering the call (en-gb-x-gbcwmd+belinda)
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.8, 9.4, _OFFER_THEN_OPTIONS)
+    call.run_until(12.0)
+    first = call.predictions[0]
+    assert (first.category, first.stage) == ("machine-ivr", "machine-ivr")
+    assert "read options on after an offer of help" in first.reason
+
+
+def test_an_offer_of_help_then_options_over_us_corrects_the_person() -> None:
+    # "Hi friends!" (en-gb-x-rp+anika) was a person on timing; the rest of the
+    # greeting and its menu went on over the agent
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.5, 1.0, "Hi friends!")
+    call.run_until(1.6)
+    assert call.predictions[0].category == "human" and call.predictions[0].provisional
+    call.agent_starts(1.6)
+    call.speech_starts(1.9)
+    call.agent_ends(4.6, "Hi, this is Sam from Acme Dental.")
+    call.speech_stops(9.2)
+    call.transcript(
+        9.2,
+        "How can we help you today? I'm checking and saving, put one. "
+        "For who is gone, play through!",
+    )
+    call.run_until(12.0)
+    last = call.predictions[-1]
+    assert (last.category, last.stage) == ("machine-ivr", "machine-ivr")
+    assert "read options on after an offer of help" in last.reason
+
+
+@pytest.mark.parametrize(
+    "greeting",
+    [
+        # a person who asks, then talks on with no option in it
+        "Harbour View clinic, how can I help you? Sorry, one second, let me just turn "
+        "the radio down over here.",
+        # a person who names themselves holds the person, whatever follows
+        "Hi, this is Ana speaking, how can I help you? I'm just finishing up with line two.",
+        # the offer is the last thing said
+        "Good morning, you're through to the front desk, sorry about the wait, how can I help?",
+    ],
+)
+def test_a_person_who_asks_and_talks_on_stays_a_person(greeting: str) -> None:
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.8, 9.4, greeting)
+    call.run_until(12.0)
+    assert call.predictions[0].category == "human"
