@@ -578,10 +578,53 @@ class AmdDetector:
             if s.done:
                 return out
         if s.provisional_at is not None:
-            return out + self._confirm(t, "call ended")
+            return out + (self._never_answered(t) or self._confirm(t, "call ended"))
         return out + self._complete(t, self.fsm.stage, "call ended")
 
     # -- internals ---------------------------------------------------------------
+
+    def _never_answered(self, t: float) -> list[Output]:
+        """The call ended on a provisional person who never answered us: a recording,
+        if everything the callee said was one run from the answer, before the agent
+        spoke or over it, of ``welcome_monologue_seconds`` or more, with no person's
+        phrase in it (a menu that read its prompt, waited for a key and hung up);
+        otherwise nothing (the person is confirmed).
+
+        A person who picks up and talks that long without a person's word, then hangs
+        up without a word to what we said, is rare; a recording never answers us.
+        """
+        s = self.s
+        if self.fsm.stage != "uncertain" or not s.turns or s.provisional_turn is None:
+            return []
+        last = s.turns[-1]
+        span = self._run(
+            last,
+            self.cfg.long_greeting_silence,
+            over_us=True,
+            seconds=self.cfg.welcome_monologue_seconds,
+        )
+        said = " ".join(x.text for x in s.turns)
+        if span is None or person_markers(said):
+            return []
+        tokens = words(said)
+        category: AmdCategory = (
+            "machine-ivr" if keyed_option(tokens) else _unkeyed_recording(tokens)
+        )
+        why = (
+            f"the call ended on a {span:.1f} s recording answering the call, which never "
+            "answered us, with nothing a person says in it"
+        )
+        out = self._predict(
+            t,
+            last.index,
+            category,
+            self.cfg.strong_evidence,
+            why,
+            ("timing",),
+            last.text,
+            None,
+        )
+        return out + self._complete(t, self.fsm.stage, why)
 
     def _timing_rule(self, t: float) -> list[Output]:
         """ "Hello?" then silence: a person, decided on timing before any transcript.

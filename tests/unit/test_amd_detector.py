@@ -1773,3 +1773,66 @@ def test_a_person_who_asks_and_talks_on_stays_a_person(greeting: str) -> None:
     call.say(0.8, 9.4, greeting)
     call.run_until(12.0)
     assert call.predictions[0].category == "human"
+
+
+# -- a recording that never answered us (issue 19, twenty-fourth round) ----------------
+
+#: "You've reached Lakeview Motors. Which department would you like? Just say sales,
+#: service, or parts." as whisper tiny.en heard it in en-gb-x-rp+anika: a person's
+#: verdict after 6.1 s, then the menu waited for an answer and hung up.
+_LOST_SPEECH_MENU = (
+    "You wish to make a new motion, which department of you like, just take a little service of us."
+)
+
+
+def _said_then_hung_up(
+    call: Timeline, pieces: list[tuple[float, float, str]], reply: str | None = None
+) -> None:
+    call.answered(0.0)
+    for start, end, text in pieces:
+        call.say(start, end, text)
+    call.run_until(pieces[-1][1] + 1.5)
+    assert call.predictions[-1].category == "human" and call.predictions[-1].provisional
+    at = pieces[-1][1] + 1.6
+    call.agent(at, at + 4.0, "Hi, this is Sam from Acme Dental.")
+    if reply is not None:
+        call.say(at + 4.1, at + 4.3, reply)
+    # before the confirm window would have passed (6 s after the verdict)
+    call.call_ended(at + 4.4)
+
+
+def test_a_long_recording_that_never_answered_us_ends_as_a_recording() -> None:
+    call = Timeline()
+    _said_then_hung_up(call, [(0.7, 6.8, _LOST_SPEECH_MENU)])
+    done = call.completed
+    assert (done.category, done.stages) == ("machine-ivr", ("machine-ivr",))
+    assert "never answered us" in done.reason
+    last = call.predictions[-1]
+    assert (last.category, last.stage, last.changed) == ("machine-ivr", "machine-ivr", True)
+
+
+def test_a_mailbox_word_makes_the_unanswered_recording_a_voicemail() -> None:
+    call = Timeline()
+    _said_then_hung_up(call, [(0.7, 6.8, "Hi, we are not around, so grab my message now.")])
+    assert call.completed.category == "machine-vm"
+
+
+@pytest.mark.parametrize(
+    ("pieces", "reply"),
+    [
+        # a short greeting, then a hang-up: a person who heard a sales call
+        ([(0.5, 1.0, "Hello?")], None),
+        # a person's phrase in it
+        ([(0.7, 6.8, "Westside plumbing, this is Dana, sorry, it's been a long morning.")], None),
+        # a pause a person leaves for us breaks the run
+        ([(0.7, 3.2, "Westside plumbing."), (4.4, 6.8, "Yes, hello, anyone there?")], None),
+        # the callee answered us
+        ([(0.7, 6.8, _LOST_SPEECH_MENU)], "Sorry, who is this?"),
+    ],
+)
+def test_a_person_who_hangs_up_on_us_stays_a_person(
+    pieces: list[tuple[float, float, str]], reply: str | None
+) -> None:
+    call = Timeline()
+    _said_then_hung_up(call, pieces, reply)
+    assert call.completed.category == "human"
