@@ -272,8 +272,13 @@ def _directory(tokens: Sequence[str]) -> list[Cue]:
     n = len(tokens)
     for i, tok in enumerate(tokens):
         if tok == "know" and tokens[max(0, i - 2) : i] == ["if", "you"]:
-            # "if you know your party's extension" whatever became of "party's"
-            if any(_extension_like(t) for t in tokens[i + 1 : i + 6]):
+            # "if you know your party's extension" whatever became of "party's", or of
+            # "extension" ("If you know your party next session, ..."): nobody asks
+            # whether we know "our party" but a directory
+            if any(_extension_like(t) for t in tokens[i + 1 : i + 6]) or (
+                tokens[i + 1 : i + 2] == ["your"]
+                and tokens[i + 2 : i + 3] in (["party"], ["partys"], ["parties"])
+            ):
                 cues.append(("machine-ivr", "directory: if you know ... extension", i, DAMAGED))
         elif _extension_like(tok) and "for" in tokens[max(0, i - 6) : i]:
             # "for doctor Patel, dial extension 204": a purpose, then an extension number

@@ -79,6 +79,9 @@ def test_one_word_before_keys_counted_up_is_a_menu() -> None:
         "You have reached the reverse ice-cleaning task. For that poor capacity, neither "
         "extension to hungry than 4.",
         "Please say my name on the person you are trying to reach.",
+        # "extension" lost too (en-us+shelby): "your party" is a directory's word
+        "You reach time insurance. If you know your party next session, you may know it at "
+        "any time.",
         # extension numbers have several digits
         "You have reached the river high clinic staff directory for October 10th, Nile "
         "extension 24, for October 10th, Nile extension 200th.",
@@ -86,6 +89,11 @@ def test_one_word_before_keys_counted_up_is_a_menu() -> None:
 )
 def test_directory_prompts_keep_their_frame(heard: str) -> None:
     assert _verdict(heard) == "machine-ivr"
+
+
+def test_a_party_we_know_is_no_directory_without_your_party() -> None:
+    assert _verdict("If you know the party is tonight, let me know.") is None
+    assert _verdict("Oh hi, if you know your way here, just come by at any time.") is None
 
 
 def test_a_directory_prompt_split_across_two_pieces_is_read_from_both() -> None:
