@@ -112,6 +112,9 @@ _NOT_NAMES = frozenset(
     "recorded automated sorry here there probably really just actually also still "
     "currently unavailable unable away out busy available now so very going about "
     "trying calling leaving been "
+    # a pronoun: "... no matter what this is. This is the medical emergency" read as
+    # "this is this" names nobody
+    "this that these those it what which who "
     # a preposition: "it's in a medical emergency" names nobody
     "in on at of by from with into over under after before until "
     # how one is, not who: "I am certain you ...", "it is fine"

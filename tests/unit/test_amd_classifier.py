@@ -534,6 +534,10 @@ def test_options_read_on_after_an_offer_of_help(text: str, read_on: bool) -> Non
         ("It's ringing again.", False),
         ("This is Sterling.", True),
         ("Hi, I'm Dana.", True),
+        # a pronoun is nobody's name (a menu's "... what this is. This is the medical
+        # emergency" as whisper tiny.en wrote it)
+        ("No matter what this is. This is the medical emergency.", False),
+        ("It is what it is.", False),
     ],
 )
 def test_i_am_doing_something_names_nobody(text: str, named: bool) -> None:
