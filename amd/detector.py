@@ -57,6 +57,7 @@ from .menu_shapes import keyed_option
 from .phrases import (
     HINT_WEIGHT,
     IVR_REPROMPTS,
+    SCREENER_ASKS,
     PhraseVerdict,
     classify_phrases,
     is_acknowledgment,
@@ -1041,8 +1042,18 @@ class AmdDetector:
                 # person does
                 or any(e.removeprefix("phrase:") in IVR_REPROMPTS for e in evidence)
             )
+            # a screener's ask for our name or reason, before we spoke or over us: the
+            # greeting before it ("Hi.") was the screener's
+            screener_over_us = (
+                category == "machine-screening"
+                and this_turn is not None
+                and (this_turn.overlapped or self._said_before_agent(this_turn))
+                and any(e.removeprefix("phrase:") in SCREENER_ASKS for e in evidence)
+            )
             if (
-                category in ("machine-vm", "machine-unavailable") or menu_over_us
+                category in ("machine-vm", "machine-unavailable")
+                or menu_over_us
+                or screener_over_us
             ) and confidence >= self.cfg.strong_evidence:
                 # a menu corrects it too, unless it answers us (a person reading options)
                 # a correction: the "person" was a recording after all

@@ -40,6 +40,7 @@ from amd.tolerance import FUNCTION_WORDS, split_glued, word_quality
 __all__ = [
     "HINT_WEIGHT",
     "IVR_REPROMPTS",
+    "SCREENER_ASKS",
     "PACKS",
     "PhraseHit",
     "PhraseVerdict",
@@ -217,6 +218,39 @@ UNAVAILABLE_HINTS: tuple[str, ...] = (
     "mobile phone you are calling",
 )
 
+#: A screener's asks that nobody answering a call says before we spoke or over us
+#: ("Before I try to connect you, please state your name and the reason for your
+#: call."): they correct a person's verdict given on the greeting before them
+#: (:class:`amd.detector.AmdDetector`). Not among them: what a person who picked up
+#: asks too ("what are you calling about", "who is calling", "tell me your name").
+SCREENER_ASKS: frozenset[str] = frozenset(
+    {
+        "state your name",
+        "say your name",
+        "record your name",
+        "reason for calling",
+        "reason for your call",
+        "before i connect you",
+        "before i try to connect you",
+        "before i put you through",
+        "if this person is available",
+        "see if they are available",
+        "if they are available",
+        "call assist",
+        "call assistant",
+        "calling assistant",
+        "automated assistant",
+        "virtual assistant",
+        "digital assistant",
+        "by google",
+        "google assistant",
+        "screening service",
+        "automatically screening",
+        "this call is being screened",
+        "screening this call",
+        "the person you are calling is using",
+    }
+)
 #: What a menu says when it got no usable key or word, before it asks again or
 #: hangs up ("We did not receive a valid response. Goodbye."): nobody answering a
 #: call says it, so it corrects a person's verdict even said after we spoke

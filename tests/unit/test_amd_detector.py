@@ -24,6 +24,7 @@ from amd.detector import (
     Output,
     Predicted,
 )
+from amd.phrases import SCREENER_ASKS, SCREENING_STRONG
 
 Answer = tuple[str, float, str]
 #: the scripts below are timed for 0.5 s of silence after a short turn; the default
@@ -1836,3 +1837,54 @@ def test_a_person_who_hangs_up_on_us_stays_a_person(
     call = Timeline()
     _said_then_hung_up(call, pieces, reply)
     assert call.completed.category == "human"
+
+
+# -- a screener's ask over us corrects a person (issue 19, twenty-fourth round) --------
+
+
+def _hi_then(call: Timeline, text: str, *, over_us: bool) -> None:
+    """ "Hi." (a person's verdict on timing), then ``text``: over the agent's greeting,
+    or answering it."""
+    call.answered(0.0)
+    call.say(0.5, 1.0, "Hi, before I correct you.")
+    call.run_until(1.6)
+    assert call.predictions[0].category == "human" and call.predictions[0].provisional
+    call.agent_starts(1.6)
+    if over_us:
+        call.speech_starts(1.9)
+        call.agent_ends(4.6, "Hi, this is Sam from Acme Dental.")
+        call.speech_stops(5.2)
+        call.transcript(5.2, text)
+    else:
+        call.agent_ends(4.6, "Hi, this is Sam from Acme Dental.")
+        call.say(5.0, 6.8, text)
+    call.run_until(9.0)
+
+
+def test_a_screeners_ask_over_us_corrects_the_person() -> None:
+    # "Hi. Before I try to connect you, please state your name and the reason for your
+    # call." (en-gb-x-rp+anika): "Hi, before I correct you." was a person on timing
+    call = Timeline()
+    _hi_then(call, "Please hit your wings and the reason for your call.", over_us=True)
+    last = call.predictions[-1]
+    assert (last.category, last.stage) == ("machine-screening", "machine-screening")
+    assert "corrects a provisional person" in last.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "over_us"),
+    [
+        # what a person who picked up asks too, over our greeting
+        ("Sorry, what are you calling about?", True),
+        # a receptionist answering us after we spoke
+        ("Okay, may I ask the reason for your call?", False),
+    ],
+)
+def test_a_persons_question_about_our_call_keeps_the_person(text: str, over_us: bool) -> None:
+    call = Timeline()
+    _hi_then(call, text, over_us=over_us)
+    assert all(p.category == "human" for p in call.predictions)
+
+
+def test_a_screeners_asks_are_strong_screener_phrases() -> None:
+    assert SCREENER_ASKS <= set(SCREENING_STRONG)
