@@ -867,10 +867,16 @@ class AmdDetector:
     def _too_long(self, turn: _Turn, *, announced: bool = True) -> float:
         """How long answering the call with speech up to ``turn`` takes to be a
         recording's length: ``welcome_monologue_seconds`` if a business's welcome or
-        an announcement of where we called ("You've reached X") opened it,
+        an announcement of where we called ("You've reached X") opened it, or an offer
+        of help had options read on after it (:func:`offers_then_options`),
         ``monologue_seconds`` otherwise."""
-        opening = words(" ".join(x.text for x in self.s.turns[: turn.index + 1]))
+        said = " ".join(x.text for x in self.s.turns[: turn.index + 1])
+        opening = words(said)
         if opens_with_welcome(opening) or (announced and opens_with_where_we_called(opening)):
+            return self.cfg.welcome_monologue_seconds
+        if offers_then_options(said):
+            # "How can we help you today? ... put one. For ..., play through!": an offer
+            # of help with options read on after it is a greeting and its menu
             return self.cfg.welcome_monologue_seconds
         return self.cfg.monologue_seconds
 

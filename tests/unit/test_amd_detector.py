@@ -1722,11 +1722,13 @@ _OFFER_THEN_OPTIONS = (
 )
 
 
-def test_an_offer_of_help_with_options_read_on_after_it_is_a_recording() -> None:
-    # one 8.6 s stretch answering the call (en-gb-x-gbcwmd+belinda)
+@pytest.mark.parametrize("end", [9.4, 6.8])
+def test_an_offer_of_help_with_options_read_on_after_it_is_a_recording(end: float) -> None:
+    # one stretch answering the call (en-gb-x-gbcwmd+belinda), of 8.6 s, or of 6 s:
+    # a recording from welcome_monologue_seconds, as after a welcome
     call = Timeline()
     call.answered(0.0)
-    call.say(0.8, 9.4, _OFFER_THEN_OPTIONS)
+    call.say(0.8, end, _OFFER_THEN_OPTIONS)
     call.run_until(12.0)
     first = call.predictions[0]
     assert (first.category, first.stage) == ("machine-ivr", "machine-ivr")
@@ -1888,3 +1890,27 @@ def test_a_persons_question_about_our_call_keeps_the_person(text: str, over_us: 
 
 def test_a_screeners_asks_are_strong_screener_phrases() -> None:
     assert SCREENER_ASKS <= set(SCREENING_STRONG)
+
+
+def test_an_offer_of_help_then_options_over_us_short_of_monologue_seconds_is_a_recording() -> None:
+    # "Hi friends!" (a person on timing), then the bank's greeting and menu over the
+    # agent, 6.5 s from the answer, short of monologue_seconds (anika)
+    call = Timeline()
+    call.answered(0.0)
+    call.say(0.5, 1.0, "Hi friends!")
+    call.run_until(1.6)
+    call.agent_starts(1.6)
+    call.speech_starts(1.9)
+    call.agent_ends(4.6, "Hi, this is Sam from Acme Dental.")
+    call.speech_stops(7.0)
+    call.transcript(
+        7.0,
+        "How can we help you today? I'm checking and saving, put one. "
+        "For who is gone, play through!",
+    )
+    call.run_until(9.0)
+    last = call.predictions[-1]
+    assert (last.category, last.stage) == ("machine-ivr", "machine-ivr")
+    assert "read options on after an offer of help" in last.reason
+    call.call_ended(11.0)
+    assert call.completed.category == "machine-ivr"
