@@ -48,14 +48,17 @@ class AmdConfig(BaseModel):
     key after a key-like verb in it ("... breath one ...") makes it a menu (0.7);
     otherwise it is a voicemail if a mailbox word survived ("message", "tone"), and
     a menu if not (0.6). A person's phrase in it ("how can I help", "this is Ana")
-    keeps it a person."""
+    keeps it a person, except an offer of help with options read on after it ("How
+    can we help you today? ..., put one. For ..., play through!")."""
     welcome_monologue_seconds: float = Field(default=5.0, ge=2.0, le=60.0)
     """``monologue_seconds`` for speech that opens with a business's welcome ("Thank
     you for calling Baxter and Lowe.", "Welcome to ...") or with where we called
     ("You've reached Cedar Valley Clinic."): a receptionist follows either with their
     name or an offer to help, a person's phrase that keeps them a person; a recording
     goes on to what it has to say, and is taken for one from this long, before a
-    verdict or over a provisional person's one."""
+    verdict or over a provisional person's one. The same length holds for an offer
+    of help with options read on after it, and for a call that ends on a person's
+    verdict the callee never answered us after (``AmdDetector._never_answered``)."""
     human_confirm_window: float = Field(default=6.0, ge=0.0, le=30.0)
     """A fast "person" verdict is provisional this long (or until the callee's next
     turn): a beep or a voicemail take-over phrase in that time corrects it."""
