@@ -1040,21 +1040,22 @@ class AmdDetector:
         corrected = False
         if s.provisional_at is not None:
             this_turn = s.turns[turn] if 0 <= turn < len(s.turns) else None
+            said_over_us = this_turn is not None and (
+                this_turn.overlapped or self._said_before_agent(this_turn)
+            )
             menu_over_us = category == "machine-ivr" and (
                 this_turn is None
-                or this_turn.overlapped
-                or self._said_before_agent(this_turn)
+                or said_over_us
                 # a menu's "we did not receive a valid response" answers us as no
                 # person does
-                or any(e.removeprefix("phrase:") in IVR_REPROMPTS for e in evidence)
+                or _rests_on(evidence, IVR_REPROMPTS)
             )
             # a screener's ask for our name or reason, before we spoke or over us: the
             # greeting before it ("Hi.") was the screener's
             screener_over_us = (
                 category == "machine-screening"
-                and this_turn is not None
-                and (this_turn.overlapped or self._said_before_agent(this_turn))
-                and any(e.removeprefix("phrase:") in SCREENER_ASKS for e in evidence)
+                and said_over_us
+                and _rests_on(evidence, SCREENER_ASKS)
             )
             if (
                 category in ("machine-vm", "machine-unavailable")
@@ -1210,6 +1211,12 @@ class AmdDetector:
 #: What a callee's answer to us may lean to without correcting a provisional person:
 #: the lean does not confirm the person either.
 _LEANS_MAILBOX = frozenset({"machine-vm", "machine-unavailable"})
+
+
+def _rests_on(evidence: Sequence[str], phrases: Sequence[str] | frozenset[str]) -> bool:
+    """Whether a verdict's evidence names one of ``phrases`` (``phrase:<pack phrase>``,
+    as :meth:`AmdDetector._predict_phrase` writes it)."""
+    return any(e.removeprefix("phrase:") in phrases for e in evidence)
 
 
 def _leans_mailbox(category: AmdCategory, turn: _Turn) -> bool:

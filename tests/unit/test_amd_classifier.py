@@ -542,3 +542,10 @@ def test_options_read_on_after_an_offer_of_help(text: str, read_on: bool) -> Non
 )
 def test_i_am_doing_something_names_nobody(text: str, named: bool) -> None:
     assert any(m.startswith("this is ") for m in person_markers(text)) is named
+
+
+def test_every_offer_of_help_is_a_person_marker() -> None:
+    # offers_then_options reads the offers among person_markers' answers
+    from amd.classifier import _OFFERS, _PERSON_MARKERS
+
+    assert set(_OFFERS) <= set(_PERSON_MARKERS)
