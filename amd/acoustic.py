@@ -262,7 +262,10 @@ class _ToneTracker:
         for i in range(len(energy) - 2, -1, -1):
             if energy[i] >= half:
                 e0, e1 = energy[i], energy[i + 1]
-                frac = (e0 - half) / (e0 - e1) if e0 > e1 else 1.0
+                # at most the next window: a run cut off by a change of spectrum (a
+                # voice's harmonic that held for three windows) may still be loud
+                # there, and a line through two loud points reaches far past the run
+                frac = min((e0 - half) / (e0 - e1), 1.0) if e0 > e1 else 1.0
                 end = centres[i] + frac * (centres[i + 1] - centres[i])
                 break
         return start, end, _frequencies(np.concatenate(run.audio), self._hopper.sample_rate)

@@ -88,6 +88,24 @@ def test_beep_shorter_than_150_ms_is_ignored() -> None:
     assert feed(BeepDetector(SR), x) == []
 
 
+@pytest.mark.parametrize("seconds", [0.06, 0.1])
+def test_short_tone_that_runs_into_other_harmonics_is_not_a_beep(seconds: float) -> None:
+    # a held vowel's harmonic: pure for a few windows, then the voice's other
+    # harmonics join it at the same level; the tone's end is not drawn past
+    # the windows that heard it (it was, to 0.8 s, and 0.06 s made a beep)
+    t = np.arange(int((seconds + 0.12) * SR)) / SR
+    x = 0.25 * np.sin(2 * np.pi * 528.0 * t)
+    later = t >= seconds
+    x[later] += 0.125 * (
+        np.sin(2 * np.pi * 800.0 * t[later]) + np.sin(2 * np.pi * 1338.0 * t[later])
+    )
+    x[-80:] *= np.linspace(1.0, 0.0, 80)
+    assert (
+        feed(BeepDetector(SR), on_line(silence(0.5, SR), x.astype(np.float32), silence(0.5, SR)))
+        == []
+    )
+
+
 def test_dtmf_digits_are_not_beeps() -> None:
     x = on_line(silence(0.5, SR), dtmf_tones("123", SR), silence(0.5, SR))
     assert feed(BeepDetector(SR), x) == []
