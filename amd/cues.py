@@ -307,6 +307,12 @@ def menu_cues(tokens: Sequence[str]) -> list[Cue]:
             )
             # "For English 21": verb and key heard as one number, opening the words
             or (i == 0 and i + 2 < len(tokens) and tokens[i + 2].isdigit())
+            # "For English, please tell them the right." ("... please stay on the
+            # line", all of it lost but the language and "please"): words that open
+            # with "for", a language and "please", and go on, are a selection; a
+            # person's "In English, please!" opens with "in", and "For English,
+            # great." asks nothing
+            or (i == 0 and tokens[0] == "for" and tokens[2:3] == ["please"] and len(tokens) >= 4)
         ]
         # or a prompt that opens the words with a service in a language ("For service
         # in English, ...", "For assistance in Spanish"), the rest lost: nobody
@@ -460,6 +466,12 @@ _TELL_WHY = tuple(
 
 
 #: How carrier announcements name the party that was called.
+#: The party lost but what we did to it ("I'm a welcome, you are calling in for stuff,
+#: or upside the camera in your rear, please call later." for "The mobile phone you
+#: are calling is switched off or outside the coverage area. Please call later."):
+#: only a state nobody says of a person follows it (:data:`_STATE_OF_A_LINE`); "you
+#: are calling the wrong number, he no longer lives here" is a person's.
+_WHOM_WE_CALL = "you are calling"
 _PARTY: tuple[tuple[str, ...], ...] = tuple(
     tuple(p.split())
     for p in (
@@ -473,6 +485,11 @@ _PARTY: tuple[tuple[str, ...], ...] = tuple(
         "the party you",
         "the person you",
         "this number",
+        # the noun kept, what came before it lost ("The word of customer you are
+        # calling is not available, please try your calling later.")
+        "customer you",
+        "subscriber you",
+        _WHOM_WE_CALL,
     )
 )
 #: Words between "the <party> you" and the verb: "you have dialed", "you can dial".
@@ -513,6 +530,8 @@ _STATE: tuple[tuple[str, ...], ...] = tuple(
         "not reachable",
         "try again later",
         "try your call again",
+        # "try your call again later", "again" lost ("please try your calling later")
+        "try your {w} later",
         "please call later",
         "call again later",
         "try again",
@@ -534,6 +553,28 @@ _STATE: tuple[tuple[str, ...], ...] = tuple(
         "not in service",
     )
 )
+
+
+#: The states of :data:`_STATE` that are a line's, not a person's: what follows the
+#: party when only "you are calling" is left of it.
+_STATE_OF_A_LINE: tuple[tuple[str, ...], ...] = tuple(
+    tuple(p.split())
+    for p in (
+        "cannot be reached",
+        "could not be reached",
+        "not reachable",
+        "try again later",
+        "try your call again",
+        "try your {w} later",
+        "please call later",
+        "call again later",
+        "switched off",
+        "switch off",
+        "turned off",
+        "coverage area",
+    )
+)
+assert set(_STATE_OF_A_LINE) <= set(_STATE)
 
 
 #: Carrier states nobody answering a call says of the line they answer on: with an
@@ -633,7 +674,8 @@ def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
                 continue
             # the state may come a sentence later ("The mobile phone you are calling
             # is switched off or outside the coverage area. Please call later.")
-            state = _state_in(tokens[i + len(party) : i + len(party) + 20], _STATE)
+            states = _STATE_OF_A_LINE if " ".join(party) == _WHOM_WE_CALL else _STATE
+            state = _state_in(tokens[i + len(party) : i + len(party) + 20], states)
             if state is not None:
                 label = f"carrier: {' '.join(party)} ... {' '.join(state)}"
                 return [("machine-unavailable", label, i, 1.0)]
@@ -643,7 +685,20 @@ def carrier_cues(tokens: Sequence[str]) -> list[Cue]:
             if state is not None:
                 label = f"carrier: the number ... {' '.join(state)}"
                 return [("machine-unavailable", label, i, DAMAGED)]
-    return _apology_then_state(tokens) or _refuses_messages(tokens)
+    return _apology_then_state(tokens) or _completed_as_dialed(tokens) or _refuses_messages(tokens)
+
+
+_DIALED = frozenset({"dial", "dialed", "dialled"})
+
+
+def _completed_as_dialed(tokens: Sequence[str]) -> list[Cue]:
+    """ "Completed" and, within two words, "dial(ed)": what survives of "your call could
+    not be completed as dialed" ("you're talking about the completed dial"). Only a
+    carrier speaks of a call completed as dialled; "I completed the file" is no dial."""
+    for j, tok in enumerate(tokens):
+        if tok == "completed" and _DIALED & set(tokens[j + 1 : j + 3]):
+            return [("machine-unavailable", "carrier: completed ... dialed", j, DAMAGED)]
+    return []
 
 
 #: Words before "your name" that make it a voicemail's ask, not a screener's.

@@ -263,6 +263,12 @@ def _extension_like(token: str) -> bool:
     return token.startswith("exten") or token.endswith("nsion")
 
 
+def _next_session(tokens: Sequence[str], j: int) -> bool:
+    # "extension" as whisper tiny.en heard it in two espeak-ng voices ("If you know
+    # your early next session, ...", "... your party next session, ...")
+    return tokens[j - 1 : j + 1] == ["next", "session"]
+
+
 #: Verbs a directory asks for a name with ("please state the name of the party ...").
 _NAME_VERBS = frozenset({"say", "enter", "spell", "state"})
 
@@ -275,9 +281,14 @@ def _directory(tokens: Sequence[str]) -> list[Cue]:
             # "if you know your party's extension" whatever became of "party's", or of
             # "extension" ("If you know your party next session, ..."): nobody asks
             # whether we know "our party" but a directory
+            yours = tokens[i + 1 : i + 2] == ["your"]
             if any(_extension_like(t) for t in tokens[i + 1 : i + 6]) or (
-                tokens[i + 1 : i + 2] == ["your"]
-                and tokens[i + 2 : i + 3] in (["party"], ["partys"], ["parties"])
+                yours
+                and (
+                    tokens[i + 2 : i + 3] in (["party"], ["partys"], ["parties"])
+                    # "next session" is two real words: only after "your"
+                    or any(_next_session(tokens, j) for j in range(i + 3, min(n, i + 6)))
+                )
             ):
                 cues.append(("machine-ivr", "directory: if you know ... extension", i, DAMAGED))
         elif _extension_like(tok) and "for" in tokens[max(0, i - 6) : i]:
@@ -401,6 +412,30 @@ def _pressed(sentence: str) -> bool:
     return tail_words[:1] == ["press"] and 2 <= len(tail_words) <= 4
 
 
+#: Verbs that take a key in a clause of their own, and the keys they take.
+_CLAUSE_VERBS = frozenset({"press", "dial", "push"})
+_CLAUSE_KEYS = frozenset({*NUMBER_WORDS, *NUMBER_WORDS.values(), "star", "pound"})
+
+
+def _key_clause(sentence: str) -> bool:
+    """Whether a clause of ``sentence`` is only "press" (or "dial", "push") and a key,
+    after a clause of three words or more: an option whose opener was lost ("Make the
+    check-out order, press one." for "To check on an order, press one."; "All time of
+    the hour, press one, or ..." for "For pharmacy hours, press 1. For ..."). The key
+    is a real key, said as a word of its own: "To be honest, press on" has none, and
+    "Okay, press one" has no option before it. A menu's option never speaks as "I"
+    ("I told you already, press one")."""
+    clauses = [re.findall(r"[a-z0-9']+", c.lower()) for c in sentence.split(",")]
+    return any(
+        len(clauses[k - 1]) >= 3
+        and not set(clauses[k - 1]) & {"i", "i'm", "im", "i've", "i'll"}
+        and len(clauses[k]) == 2
+        and clauses[k][0] in _CLAUSE_VERBS
+        and clauses[k][1] in _CLAUSE_KEYS
+        for k in range(1, len(clauses))
+    )
+
+
 def parallel_options(text: str) -> list[Cue]:
     """Two sentences in a row framed like menu options with the same opener, or one
     whose tail is a key verb and a key, however the verb came out.
@@ -422,11 +457,14 @@ def parallel_options(text: str) -> list[Cue]:
             start = len(text[: sentences[i].start()].split())
             return [("machine-ivr", "menu options: two options framed alike", start, DAMAGED)]
     for sentence, frame in zip(sentences, frames, strict=True):
+        if frame is None:
+            if _key_clause(sentence.group()):
+                start = len(text[: sentence.start()].split())
+                return [("machine-ivr", "menu option: a purpose, then press a key", start, DAMAGED)]
+            continue
         # one option, framed, whose tail is a key verb and a key however the verb
         # came out ("For elaborate notes, presto!", "For billing, Great One."):
         # the frame is what "great, one for you" lacks
-        if frame is None:
-            continue
         tail = sentence.group().partition(",")[2].lower()
         keys = [NUMBER_WORDS.get(t, t) for t in re.findall(r"[a-z0-9]+", tail)]
         if keyed_option(keys) or _pressed(sentence.group()):

@@ -82,6 +82,9 @@ def test_one_word_before_keys_counted_up_is_a_menu() -> None:
         # "extension" lost too (en-us+shelby): "your party" is a directory's word
         "You reach time insurance. If you know your party next session, you may know it at "
         "any time.",
+        # "extension" heard as "next session", "party's" as "early" (en-us+Andrea)
+        "You have reached clinical software. If you know your early next session, you "
+        "may not have any time for a company next to your entire time.",
         # extension numbers have several digits
         "You have reached the river high clinic staff directory for October 10th, Nile "
         "extension 24, for October 10th, Nile extension 200th.",
@@ -93,6 +96,7 @@ def test_directory_prompts_keep_their_frame(heard: str) -> None:
 
 def test_a_party_we_know_is_no_directory_without_your_party() -> None:
     assert _verdict("If you know the party is tonight, let me know.") is None
+    assert _verdict("If you know, I need the next session booked. Who is this?") is None
     assert _verdict("Oh hi, if you know your way here, just come by at any time.") is None
 
 
@@ -122,6 +126,11 @@ def test_a_language_named_before_a_damaged_key_verb_is_a_language_menu() -> None
     # a reply that names a language is no selection
     assert _verdict("In English, great, thanks.") is None
     assert _verdict("For English, great. Who is this?") is None
+    # "For English, please stay on the line." with all but "for English, please" lost
+    # (en-us+Andrea); a person asking for English says no more
+    assert _verdict("For English, please tell them the right.") == "machine-ivr"
+    assert _verdict("For English, please!") is None
+    assert _verdict("In English, please, I don't speak it well.") is None
 
 
 @pytest.mark.parametrize(
@@ -146,6 +155,14 @@ def test_a_language_named_before_a_damaged_key_verb_is_a_language_menu() -> None
         # fourth round (espeak-ng RP): "The mailbox is full and cannot accept any
         # messages at this time", its nouns lost
         "Let me lock in full and cannot accept any medicine in this time, don't lie.",
+        # twenty-fifth round (espeak-ng en-us+Andrea): the party's noun kept, its
+        # article and adjective lost, and "again" lost from the closing
+        "The word of customer you are calling is not available, please try your calling later.",
+        # the party lost but what we did to it, the state a line's
+        "I'm a welcome, you are calling in for stuff, or upside the camera in your rear, "
+        "please call later.",
+        # "could not be completed as dialed": the call completed as dialled
+        "We hurry, you're talking about the completed dial. Please get number and dragon.",
     ],
 )
 def test_carrier_wording_that_survives_is_an_intercept(heard: str) -> None:
@@ -166,6 +183,11 @@ def test_a_person_putting_us_off_is_no_carrier() -> None:
     assert _verdict("The one you can file is gone, sorry.") is None
     # a full practice is no full mailbox
     assert _verdict("Sorry, we're fully booked and cannot accept new patients.") is None
+    # with only "you are calling" left of the party, a person's state is no line's
+    assert _verdict("Sorry, you are calling the wrong number, he no longer lives here.") is None
+    assert _verdict("Oh, you are calling about the car? Try again, I can't hear you.") is None
+    # a file completed is no call completed as dialled
+    assert _verdict("I completed the file yesterday, try again later.") is None
 
 
 def test_a_verbless_option_list_counts_its_keys_up() -> None:
@@ -367,6 +389,35 @@ def test_one_framed_option_with_a_damaged_key_verb_is_a_menu(heard: str) -> None
     ],
 )
 def test_a_damaged_key_verb_without_an_options_frame_is_no_menu(said: str) -> None:
+    assert _verdict(said) is None
+
+
+@pytest.mark.parametrize(
+    "heard",
+    [
+        # "To check on an order, press one." with its opener lost (en-us+Andrea)
+        "Make the check-out order, press one.",
+        # "For pharmacy hours, press 1. For lab results, ...": the next option's
+        # opener after another comma
+        "All time of the hour, press one, or let me know.",
+        "Billing and payments, dial 2.",
+    ],
+)
+def test_a_clause_of_only_press_and_a_key_after_a_purpose_is_a_menu(heard: str) -> None:
+    assert _verdict(heard) == "machine-ivr"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # no purpose before it, no key after the verb, or someone speaking as "I"
+        "Okay, press one.",
+        "To be honest, press on, I'm listening.",
+        "I told you already, press one.",
+        "Hi, this is Dana, press the button.",
+    ],
+)
+def test_press_and_a_key_without_a_purpose_before_it_is_no_menu(said: str) -> None:
     assert _verdict(said) is None
 
 
