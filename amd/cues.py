@@ -16,9 +16,11 @@ rules look for what every such recording has:
   prompt in Spanish or French ("oprima", "marque", "appuyez");
 * **a carrier intercept**: an announcement about the dialled party ("the
   subscriber you have dialed", "the customer you are calling", "the number
-  you have called") together with what ends the call ("cannot be reached",
+  you have called", or only "you are calling" before a state nobody says of a
+  person) together with what ends the call ("cannot be reached",
   "try again later", "switched off", "not a valid number"), with no offer to
-  take a message.
+  take a message; or "completed ... dialed", what is left of "could not be
+  completed as dialed".
 
 Each cue is returned as ``(category, label, start word, strength)``; the
 phrase gate adds them to its hits. The words are already tolerant of the

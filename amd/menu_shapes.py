@@ -19,7 +19,11 @@ voices and from menus written for the purpose and never replayed, docs/amd.md):
   checking and savings, pray one. For 3d card, 3d food.", "If you have a new
   patient, see you later on. If you have an existing patient, see you later."
   (:func:`parallel_options`, read from the text: it needs the sentences);
-* **directory prompts keep their frame**: "if you know ... extension", "for
+* **an option whose opener was lost keeps its clause**: a purpose of three words,
+  a comma, then a clause of only "press" and a key ("Make the check-out order,
+  press one." for "To check on an order, press one."; :func:`parallel_options`);
+* **directory prompts keep their frame**: "if you know ... extension" (or "your
+  ... next session", whisper's "extension"), "for
   doctor Patel ... extension ... 4", "reach
   someone by name", "the first three ... of the last name", "say the name on
   the person", "say ... name ... you would like to reach" (a screener asks for
