@@ -467,13 +467,13 @@ _TELL_WHY = tuple(
 )
 
 
-#: How carrier announcements name the party that was called.
 #: The party lost but what we did to it ("I'm a welcome, you are calling in for stuff,
 #: or upside the camera in your rear, please call later." for "The mobile phone you
 #: are calling is switched off or outside the coverage area. Please call later."):
 #: only a state nobody says of a person follows it (:data:`_STATE_OF_A_LINE`); "you
 #: are calling the wrong number, he no longer lives here" is a person's.
 _WHOM_WE_CALL = "you are calling"
+#: How carrier announcements name the party that was called.
 _PARTY: tuple[tuple[str, ...], ...] = tuple(
     tuple(p.split())
     for p in (
@@ -576,8 +576,6 @@ _STATE_OF_A_LINE: tuple[tuple[str, ...], ...] = tuple(
         "coverage area",
     )
 )
-assert set(_STATE_OF_A_LINE) <= set(_STATE)
-
 
 #: Carrier states nobody answering a call says of the line they answer on: with an
 #: apology they are an intercept even when the party's words were lost ("I'm sorry,
