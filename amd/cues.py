@@ -521,10 +521,9 @@ def _dialled_party(tokens: Sequence[str], i: int) -> tuple[tuple[str, ...], ...]
     return (tuple(tokens[i : verb + 1]),)
 
 
-#: What carriers say about that party that ends the call. "Not available" is
-#: not among them: carrier voicemail says it too, before "record your message",
-#: and the recogniser may hand that second sentence over as a turn of its own.
-_STATE: tuple[tuple[str, ...], ...] = tuple(
+#: What carriers say about the party that ends the call, and nobody says of a person:
+#: what may follow the party when only "you are calling" is left of it.
+_STATE_OF_A_LINE: tuple[tuple[str, ...], ...] = tuple(
     tuple(p.split())
     for p in (
         "cannot be reached",
@@ -536,13 +535,22 @@ _STATE: tuple[tuple[str, ...], ...] = tuple(
         "try your {w} later",
         "please call later",
         "call again later",
-        "try again",
-        "dial again",
-        "restricted",
         "switched off",
         "switch off",
         "turned off",
         "coverage area",
+    )
+)
+#: What carriers say about that party that ends the call. "Not available" is
+#: not among them: carrier voicemail says it too, before "record your message",
+#: and the recogniser may hand that second sentence over as a turn of its own.
+#: Beside a line's states, some a person says too ("he no longer lives here").
+_STATE: tuple[tuple[str, ...], ...] = _STATE_OF_A_LINE + tuple(
+    tuple(p.split())
+    for p in (
+        "try again",
+        "dial again",
+        "restricted",
         "not valid",
         "not a valid",
         "been changed",
@@ -556,26 +564,6 @@ _STATE: tuple[tuple[str, ...], ...] = tuple(
     )
 )
 
-
-#: The states of :data:`_STATE` that are a line's, not a person's: what follows the
-#: party when only "you are calling" is left of it.
-_STATE_OF_A_LINE: tuple[tuple[str, ...], ...] = tuple(
-    tuple(p.split())
-    for p in (
-        "cannot be reached",
-        "could not be reached",
-        "not reachable",
-        "try again later",
-        "try your call again",
-        "try your {w} later",
-        "please call later",
-        "call again later",
-        "switched off",
-        "switch off",
-        "turned off",
-        "coverage area",
-    )
-)
 
 #: Carrier states nobody answering a call says of the line they answer on: with an
 #: apology they are an intercept even when the party's words were lost ("I'm sorry,

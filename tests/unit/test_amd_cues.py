@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from amd.classifier import score_turn
-from amd.cues import _STATE, _STATE_OF_A_LINE, opens_with_welcome, opens_with_where_we_called
+from amd.cues import opens_with_welcome, opens_with_where_we_called
 from amd.phrases import classify_phrases, match, words
 from amd.tolerance import split_glued, word_quality
 
@@ -405,8 +405,3 @@ def test_a_welcome_whose_thanks_was_lost_is_a_welcome(heard: str, category: str 
 def test_a_welcome_is_read_where_its_thanks_was_lost() -> None:
     assert opens_with_welcome(words("And for calling Frontier Airlines."))
     assert not opens_with_welcome(words("Sorry for calling so late, is Dana there?"))
-
-
-def test_the_states_read_after_a_bare_you_are_calling_are_carrier_states() -> None:
-    # a state listed only for the bare party would be read after no other party
-    assert set(_STATE_OF_A_LINE) <= set(_STATE)
